@@ -1,0 +1,49 @@
+"""Shared fixtures for the whole suite (root conftest, so benchmarks can use them too)."""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+MODEL_CLIENTS = ("litellm", "openai", "anthropic")
+
+
+class _ModelImportGuard(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self.attempts: list[str] = []
+
+    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+        if fullname.split(".")[0] in MODEL_CLIENTS:
+            self.attempts.append(fullname)
+            raise ImportError(f"model client {fullname!r} must not be imported here")
+        return None
+
+
+@pytest.fixture
+def no_model_client() -> Iterator[None]:
+    """Fail the test if anything imports (and so could call) a model client during it."""
+    before = {m for m in sys.modules if m.split(".")[0] in MODEL_CLIENTS}
+    guard = _ModelImportGuard()
+    sys.meta_path.insert(0, guard)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(guard)
+    after = {m for m in sys.modules if m.split(".")[0] in MODEL_CLIENTS}
+    assert not guard.attempts, f"a model client was imported: {guard.attempts}"
+    assert after == before, f"a model client was loaded: {sorted(after - before)}"
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """An empty git repository in tmp_path (real git, no mocks)."""
+    from pytest_critic22.gitio import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(["init", "-q", "-b", "main"], repo)
+    return repo

@@ -1,0 +1,73 @@
+"""The ``critic22`` console command.
+
+``critic22 demo`` copies a bundled sample repository to a temporary folder, makes it a
+git repository, and runs ``pytest --critic22`` on one of its candidate patches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+DEMO_SAMPLE = "textstats"
+DEMO_CASE = "median-drops-guard"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="critic22", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="review a bundled sample patch, no model needed")
+    demo.add_argument("--sample", default=DEMO_SAMPLE)
+    demo.add_argument("--case", default=DEMO_CASE)
+    demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
+    demo.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    args = parser.parse_args(argv)
+    return run_demo(args.sample, args.case, args.keep, args.pytest_args)
+
+
+def demo_command(case: Path, repo: Path) -> list[str]:
+    """The pytest command line the demo runs inside the sample repository."""
+    command = [sys.executable, "-m", "pytest", f"--critic22={case / 'patch.diff'}"]
+    for option, name in (
+        ("--critic22-spec", "spec.md"),
+        ("--critic22-root-cause", "root_cause.md"),
+        ("--critic22-obligations", "obligations.txt"),
+    ):
+        for folder in (case, case.parent):
+            if (folder / name).is_file():
+                command.append(f"{option}=@{folder / name}")
+                break
+    command.append(f"--critic22-ledger={repo / '.critic22' / 'ledger.jsonl'}")
+    return command
+
+
+def run_demo(sample: str, case_name: str, keep: bool, extra: Sequence[str]) -> int:
+    from pytest_critic22.samples import case_dir, materialize
+
+    try:
+        case = case_dir(sample, case_name)
+    except FileNotFoundError as exc:
+        print(f"critic22 demo: {exc}", file=sys.stderr)
+        return 2
+    tmp = Path(tempfile.mkdtemp(prefix="critic22-demo-"))
+    repo = materialize(sample, tmp / sample)
+    command = demo_command(case, repo) + list(extra)
+    print(f"critic22 demo: sample {sample!r}, case {case_name!r}, repository {repo}", flush=True)
+    print("$ " + " ".join(command), flush=True)
+    try:
+        return subprocess.run(command, cwd=repo, check=False).returncode
+    finally:
+        if keep:
+            print(f"critic22 demo: kept {repo}")
+        else:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

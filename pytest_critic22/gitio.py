@@ -1,0 +1,109 @@
+"""Running git: every command with the user's configuration neutralised where it matters.
+
+No pager, no colour, no external diff, no mnemonic or missing prefixes, no hooks, no
+line-ending conversion, no prompts: our commands mean the same on every machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["GitError", "commit_all", "git", "git_env", "head_commit", "init_repo", "toplevel"]
+
+_OVERRIDES = (
+    "core.pager=cat",
+    "color.ui=false",
+    "diff.external=",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.renames=true",
+    "core.hooksPath=/dev/null",
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.fsmonitor=false",
+    "advice.detachedHead=false",
+    "apply.whitespace=nowarn",
+    "commit.gpgSign=false",
+    "user.name=pytest-critic22",
+    "user.email=critic22@localhost",
+)
+
+
+class GitError(RuntimeError):
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        first = (stderr.strip().splitlines() or ["(no message)"])[0]
+        super().__init__(f"git {' '.join(args)} failed ({returncode}): {first}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_PAGER="cat",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        LC_ALL="C",
+        LANG="C",
+    )
+    return env
+
+
+def git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: str | None = None,
+    check: bool = True,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    command = ["git"]
+    for override in _OVERRIDES:
+        command += ["-c", override]
+    command += list(args)
+    # Bytes, not text mode: text mode would turn CRLF in diffs into LF.
+    raw = subprocess.run(
+        command,
+        cwd=cwd,
+        input=None if input is None else input.encode("utf-8", "surrogateescape"),
+        capture_output=True,
+        env=git_env(),
+        timeout=timeout,
+        check=False,
+    )
+    done = subprocess.CompletedProcess(
+        raw.args,
+        raw.returncode,
+        raw.stdout.decode("utf-8", "surrogateescape"),
+        raw.stderr.decode("utf-8", "surrogateescape"),
+    )
+    if check and done.returncode != 0:
+        raise GitError(args, done.returncode, done.stderr)
+    return done
+
+
+def toplevel(path: Path) -> Path | None:
+    """The repository's top folder, or None when path is not inside a git work tree."""
+    done = git(["rev-parse", "--show-toplevel"], path, check=False)
+    if done.returncode != 0:
+        return None
+    return Path(done.stdout.strip())
+
+
+def head_commit(repo: Path, rev: str = "HEAD") -> str:
+    return git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo).stdout.strip()
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(["add", "-A"], repo)
+    git(["commit", "-q", "--no-verify", "-m", message], repo)
+    return head_commit(repo)
+
+
+def init_repo(path: Path, message: str = "base") -> str:
+    """Make a folder a git repository with everything in it committed; return the commit."""
+    git(["init", "-q", "-b", "main"], path)
+    return commit_all(path, message)

@@ -1,0 +1,116 @@
+"""Reading the review's inputs from disk: the patch, text-or-file options, the request JSON.
+
+Every problem is an :class:`InputError` whose message is one line that says what to do;
+the plugin turns it into ``pytest.UsageError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["InputError", "read_obligations", "read_patch", "read_request", "read_text_or_file"]
+
+_TEXT_SUFFIXES = (".md", ".txt", ".rst", ".json", ".diff", ".patch")
+
+
+class InputError(ValueError):
+    pass
+
+
+def read_patch(value: str, base: Path) -> tuple[Path, str]:
+    path = _resolve(value, base)
+    if not path.is_file():
+        raise InputError(f"--critic22: patch file not found: {value}")
+    return path, _read(path, "--critic22")
+
+
+def read_text_or_file(value: str | None, option: str, base: Path) -> str | None:
+    """``@path`` or an existing file is read; anything else is the text itself."""
+    if value is None:
+        return None
+    path = _file_for(value, option, base)
+    return value if path is None else _read(path, option)
+
+
+def read_obligations(values: Sequence[str] | None, base: Path) -> list[str] | None:
+    """Each value is an obligation, or a file: a JSON list, or one obligation per line."""
+    if not values:
+        return None
+    option = "--critic22-obligations"
+    out: list[str] = []
+    for value in values:
+        path = _file_for(value, option, base)
+        if path is None:
+            out.append(value.strip())
+            continue
+        text = _read(path, option).strip()
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except ValueError as exc:
+                raise InputError(f"{option}: {value}: not valid JSON: {exc}") from None
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise InputError(f"{option}: {value}: expected a JSON list of strings")
+            out.extend(i.strip() for i in items if i.strip())
+        else:
+            out.extend(
+                line.strip()
+                for line in text.splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            )
+    return out
+
+
+def _file_for(value: str, option: str, base: Path) -> Path | None:
+    """The file a value names, or None when the value is the text itself.
+
+    A value that looks like a file name but names no file is an error rather than a
+    silently accepted one-word specification.
+    """
+    if value.startswith("@"):
+        path = _resolve(value[1:], base)
+        if not path.is_file():
+            raise InputError(f"{option}: file not found: {value[1:]}")
+        return path
+    if "\n" in value or len(value) > 1024:
+        return None
+    path = _resolve(value, base)
+    if path.is_file():
+        return path
+    if " " not in value.strip() and value.strip().lower().endswith(_TEXT_SUFFIXES):
+        raise InputError(
+            f"{option}: file not found: {value} (pass the text itself, or @FILE for a file)"
+        )
+    return None
+
+
+def read_request(value: str | None, base: Path) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    path = _resolve(value, base)
+    if not path.is_file():
+        raise InputError(f"--critic22-request: file not found: {value}")
+    try:
+        data = json.loads(_read(path, "--critic22-request"))
+    except ValueError as exc:
+        raise InputError(f"--critic22-request: {value} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"--critic22-request: {value} must hold a JSON object")
+    return data
+
+
+def _resolve(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _read(path: Path, option: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{option}: cannot read {path}: {exc.strerror}") from None
+    # Keep undecodable bytes round-trippable: a patch must be written back exactly.
+    return data.decode("utf-8", errors="surrogateescape")

@@ -1,0 +1,45 @@
+"""The bundled sample repositories: plain folders turned into git repositories on demand.
+
+Each ``sample_repos/NAME/`` holds ``repo/`` (the project) and ``cases/`` (candidate
+patches with their specification and recorded critic outputs).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pytest_critic22.gitio import init_repo
+
+__all__ = ["SAMPLES_DIR", "case_dir", "materialize", "sample_names"]
+
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_repos"
+
+
+def sample_names() -> list[str]:
+    return sorted(p.name for p in SAMPLES_DIR.iterdir() if (p / "repo").is_dir())
+
+
+def case_dir(sample: str, case: str) -> Path:
+    path = SAMPLES_DIR / sample / "cases" / case
+    if not path.is_dir():
+        raise FileNotFoundError(f"no case {case!r} in sample {sample!r}")
+    return path
+
+
+def materialize(sample: str, dest: Path) -> Path:
+    """Copy ``sample``'s repository to ``dest`` and commit it; return ``dest``."""
+    source = SAMPLES_DIR / sample / "repo"
+    if not source.is_dir():
+        raise FileNotFoundError(
+            f"sample repository {sample!r} not found under {SAMPLES_DIR} "
+            "(the samples ship with a source checkout: pip install -e .)"
+        )
+    shutil.copytree(
+        source,
+        dest,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.pyc", ".critic22"),
+    )
+    init_repo(dest, f"sample {sample}")
+    return dest

@@ -1,0 +1,136 @@
+"""The plugin's face: options, usage errors, the summary, and what it costs when off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.ledger import read_events
+
+PATCH = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(m="x = 1\ny = 2\n", test_m="def test_ok():\n    assert True\n")
+    (pytester.path / "p.diff").write_text(PATCH)
+    return pytester
+
+
+def test_help_shows_the_critic22_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        ["critic22: adversarial review of a candidate patch:", "*--critic22=PATCH*"]
+    )
+
+
+def test_no_critic22_switches_the_plugin_off(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:critic22", "--critic22=p.diff")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --critic22=p.diff*"])
+
+
+def test_a_run_without_the_option_registers_no_session(project: pytest.Pytester) -> None:
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "critic22" not in result.stdout.str().split("passed")[0].split("plugins:")[-1][200:]
+    assert not (project.path / ".critic22").exists()
+
+
+def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -> None:
+    (project.path / "req.json").write_text(
+        json.dumps({"specification": "y is 3", "generator_rationale": "trust me"})
+    )
+    result = project.runpytest("--critic22=p.diff", "--critic22-request=req.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= critic22 =*",
+            "patch p.diff: 1 edit in 1 file",
+            "  m.py (modified): e1",
+            "packet sha256:*",
+            "stripped before review: generator_rationale x1",
+            "  generator_rationale: request $.generator_rationale (generator_rationale)",
+            "ledger *ledger.jsonl",
+        ]
+    )
+    events = read_events(project.path / ".critic22" / "ledger.jsonl")
+    assert [e["event"] for e in events] == ["run-start", "patch-parsed", "packet-built", "run-end"]
+    assert len({e["run"] for e in events}) == 1
+    assert "trust me" not in (project.path / ".critic22" / "ledger.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--critic22=missing.diff"], "--critic22: patch file not found: missing.diff"),
+        (["--critic22=empty.diff"], "--critic22: empty.diff: the patch is empty"),
+        (["--critic22=bad.diff"], "--critic22: bad.diff: malformed hunk*(line 4)"),
+        (
+            ["--critic22=bin.diff"],
+            "--critic22: bin.diff: binary patches cannot be reviewed*(img.png)",
+        ),
+        (
+            ["--critic22=p.diff", "--critic22-spec=spec.md"],
+            "--critic22-spec: file not found: spec.md*",
+        ),
+        (
+            ["--critic22=p.diff", "--critic22-request=req.json"],
+            "--critic22-request: req.json is not valid JSON*",
+        ),
+        (
+            ["--critic22=p.diff", "--critic22-request=list.json"],
+            "--critic22-request: list.json must hold a JSON object",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_usage_error(
+    project: pytest.Pytester, args: list[str], message: str
+) -> None:
+    (project.path / "empty.diff").write_text("")
+    (project.path / "bad.diff").write_text("--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\nnonsense\n")
+    (project.path / "bin.diff").write_text(
+        "diff --git a/img.png b/img.png\nindex 1..2 100644\n"
+        "Binary files a/img.png and b/img.png differ\n"
+    )
+    (project.path / "req.json").write_text("{nope")
+    (project.path / "list.json").write_text("[]")
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_the_ledger_option_moves_the_ledger(project: pytest.Pytester, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "l.jsonl"
+    project.runpytest("--critic22=p.diff", f"--critic22-ledger={target}").assert_outcomes(passed=1)
+    assert read_events(target)[0]["event"] == "run-start"
+
+
+HEAVY_CHECK = """
+import atexit, json, os, sys
+def _dump():
+    with open(os.environ["CRITIC22_MODULES_OUT"], "w") as fh:
+        heavy = ("litellm", "libcst", "unidiff")
+        json.dump(sorted(m for m in sys.modules if m.split(".")[0] in heavy), fh)
+atexit.register(_dump)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], [], ["--critic22=p.diff"]])
+def test_pytest_without_review_work_imports_neither_litellm_nor_libcst(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    out = project.path / "modules.json"
+    monkeypatch.setenv("CRITIC22_MODULES_OUT", str(out))
+    project.makeconftest(HEAVY_CHECK)
+    result = project.runpytest_subprocess(*args)
+    assert result.ret == 0
+    loaded = json.loads(out.read_text())
+    assert not [m for m in loaded if m.startswith(("litellm", "libcst"))]
+    if not args or args == ["--help"]:
+        assert loaded == []  # not even the diff parser
