@@ -1,33 +1,49 @@
-"""Reporting: pure functions from values to text (terminal) and to JSON-able dicts."""
+"""Reporting: pure functions from values to terminal text and to JSON-able documents."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.diffparse import ParsedPatch
-from pytest_critic22.packet import ReviewPacket, StripReport
+from pytest_critic22.finding import ParseResult
 
-__all__ = ["summary_lines"]
+if TYPE_CHECKING:
+    from pytest_critic22.items import WrappedFinding
+    from pytest_critic22.session import Review
+    from pytest_critic22.verify import Disposition
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "explain_failure",
+    "json_report",
+    "parse_result_dict",
+    "summary_lines",
+]
+
+REPORT_SCHEMA = 1
+_CLAIM_WIDTH = 60
 
 
 def summary_lines(
-    patch_name: str,
-    patch: ParsedPatch,
-    packet: ReviewPacket,
-    stripped: StripReport,
+    review: Review,
+    results: Mapping[str, Mapping[str, Any]],
+    disposition: Disposition | None,
     *,
     ledger: str,
+    notes: Sequence[str] = (),
 ) -> list[str]:
+    patch, stripped = review.patch, review.stripped
     n_edits = len(patch.edits)
     lines = [
-        f"patch {patch_name}: {n_edits} edit{'s' if n_edits != 1 else ''} "
+        f"patch {review.patch_path.name}: {n_edits} edit{'s' if n_edits != 1 else ''} "
         f"in {len(patch.files)} file{'s' if len(patch.files) != 1 else ''}"
     ]
     for file in patch.files:
         edits = ", ".join(file.edit_ids) if file.edit_ids else "no hunks"
         label = file.path if file.status != "renamed" else f"{file.old_path} -> {file.new_path}"
         lines.append(f"  {label} ({file.status}): {edits}")
-    lines.append(f"packet {packet.digest[:19]}")
+    lines.append(f"packet {review.packet.digest[:19]}")
     if stripped.removals:
         counts = Counter(r.field for r in stripped.removals)
         lines.append(
@@ -41,5 +57,167 @@ def summary_lines(
         lines.append("stripped before review: nothing")
     if stripped.ignored:
         lines.append("request keys ignored (not packet elements): " + ", ".join(stripped.ignored))
+    lines.extend(notes)
+
+    critic = review.critic
+    if critic.get("engaged"):
+        lines.append(f"critic: {critic.get('source', 'model')} ({critic.get('file', '')})".rstrip())
+    else:
+        lines.append(f"critic: not engaged — {critic.get('reason', '')}")
+    lines.extend(_finding_rows(review.wrapped, results))
+    lines.extend(_record_rows(review.findings))
+    if disposition is not None:
+        lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
     lines.append(f"ledger {ledger}")
     return lines
+
+
+def _finding_rows(
+    wrapped: Sequence[WrappedFinding], results: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    if not wrapped:
+        return ["findings: none"]
+    rows = [f"findings: {len(wrapped)}"]
+    for w in wrapped:
+        f = w.finding
+        kind = w.procedure.kind if w.procedure is not None else "-"
+        result = results.get(w.finding_id)
+        if f.severity != "blocking":
+            outcome = "advisory"
+        elif result is None:
+            outcome = "not run"
+        else:
+            outcome = str(result["outcome"])
+        claim = f.claim if len(f.claim) <= _CLAIM_WIDTH else f.claim[: _CLAIM_WIDTH - 1] + "…"
+        rows.append(
+            f"  {w.finding_id:<4}{f.location:<12}{f.severity:<9}{kind:<15}{outcome:<13}{claim}"
+        )
+    return rows
+
+
+def _record_rows(parsed: ParseResult) -> list[str]:
+    rows = []
+    if parsed.error:
+        rows.append(f"critic output unusable: {parsed.error}")
+    for r in parsed.rejected:
+        rows.append(f"  rejected record {r.index}: {r.reason}")
+    for d in parsed.downgraded:
+        rows.append(f"  downgraded record {d.index} to advisory: {d.reason}")
+    for p in parsed.dropped:
+        rows.append(f"  dropped record {p.index}: {p.reason}")
+    return rows
+
+
+def parse_result_dict(parsed: ParseResult) -> dict[str, Any]:
+    return {
+        "accepted": len(parsed.findings),
+        "error": parsed.error,
+        "rejected": [{"index": r.index, "reason": r.reason} for r in parsed.rejected],
+        "downgraded": [{"index": d.index, "reason": d.reason} for d in parsed.downgraded],
+        "dropped": [{"index": d.index, "reason": d.reason} for d in parsed.dropped],
+    }
+
+
+def json_report(
+    *,
+    run_id: str,
+    review: Review,
+    results: Mapping[str, Mapping[str, Any]],
+    disposition: Disposition,
+    ledger: str,
+    base: str,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The validator's document. Each finding stays six fields, wrapped with what we did."""
+    findings = []
+    counts: Counter[str] = Counter()
+    for w in review.wrapped:
+        result = results.get(w.finding_id)
+        if w.finding.severity != "blocking":
+            outcome = {"status": "advisory", "reason": "advisory findings are never run"}
+        elif result is None:
+            outcome = {"status": "not run", "reason": "deselected or the session stopped early"}
+        else:
+            outcome = {"status": result["outcome"], "reason": result["reason"]}
+        counts[outcome["status"]] += 1
+        findings.append(
+            {
+                "id": w.finding_id,
+                "finding": w.finding.to_dict(),
+                "route": {
+                    "kind": w.procedure.kind if w.procedure is not None else None,
+                    "executable": w.procedure is not None,
+                    "reason": w.route_reason,
+                },
+                "outcome": outcome,
+                "counterfactual": result.get("counterfactual") if result else None,
+                "logs": result.get("logs", {}) if result else {},
+            }
+        )
+    parsed = parse_result_dict(review.findings)
+    return {
+        "schema": REPORT_SCHEMA,
+        "run_id": run_id,
+        "patch": str(review.patch_path),
+        "base": base,
+        "packet_digest": review.packet.digest,
+        "stripped": review.stripped.to_dict(),
+        "critic": dict(review.critic),
+        "findings": findings,
+        "rejected": parsed["rejected"],
+        "downgraded": parsed["downgraded"],
+        "dropped": parsed["dropped"],
+        "counts": {
+            "findings": len(findings),
+            "blocking": sum(1 for w in review.wrapped if w.finding.severity == "blocking"),
+            **{
+                k: counts[k] for k in ("verified", "refuted", "inconclusive", "advisory", "not run")
+            },
+            "rejected": len(parsed["rejected"]),
+            "downgraded": len(parsed["downgraded"]),
+            "dropped": len(parsed["dropped"]),
+        },
+        "disposition": {
+            "verdict": disposition.verdict,
+            "verified": list(disposition.verified),
+            "reason": disposition.reason,
+        },
+        "notes": list(notes),
+        "ledger": ledger,
+    }
+
+
+def explain_failure(wrapped: WrappedFinding, record: Mapping[str, Any]) -> str:
+    """What a verified finding's FAILED item shows instead of a traceback."""
+    f = wrapped.finding
+    logs = record.get("logs", {})
+    lines = [
+        f"critic22 {wrapped.finding_id} [{f.location}]: verified defect",
+        f"claim:      {f.claim}",
+        f"evidence:   {f.evidence}",
+        f"procedure:  {logs.get('procedure', '?')} "
+        f"(counterfactual tree: {record.get('counterfactual', '?')})",
+        f"decided by: {record.get('reason', '')}",
+    ]
+    patched = logs.get("patched") or []
+    if patched:
+        lines += [
+            "",
+            "--- on the patched tree (last run) ---",
+            _short(patched[-1].get("output", "")),
+        ]
+    counter = logs.get("counterfactual")
+    if counter:
+        lines += [
+            "",
+            f"--- on the {record.get('counterfactual')} tree ---",
+            _short(counter.get("output", ""), 12),
+        ]
+    return "\n".join(lines)
+
+
+def _short(text: str, keep: int = 30) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) > keep:
+        lines = ["...", *lines[-keep:]]
+    return "\n".join(lines)

@@ -1,18 +1,25 @@
 """The review session: registered as a plugin object only when ``--critic22`` is given.
 
-This is the I/O shell around the pure stages: it reads inputs, writes the ledger and
-hands values to the reporters.
+This is the I/O shell around the pure stages: it reads inputs, owns the trees, turns
+blocking findings into items, gathers their results (from xdist workers too), applies
+the gate, and writes the ledger and the reports.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_critic22 import report
 from pytest_critic22.diffparse import DiffError, ParsedPatch, parse_patch
+from pytest_critic22.finding import ParseResult, parse_findings
+from pytest_critic22.gitio import GitError, git, toplevel
 from pytest_critic22.inputs import (
     InputError,
     read_obligations,
@@ -20,8 +27,12 @@ from pytest_critic22.inputs import (
     read_request,
     read_text_or_file,
 )
+from pytest_critic22.items import PROPERTY, PatchFile, WrappedFinding
 from pytest_critic22.ledger import STATE_DIR, Ledger, new_run_id
 from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
+from pytest_critic22.verify import Disposition, Outcome, gate
+
+__all__ = ["Critic22Plugin", "Review", "prepare_review"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +43,15 @@ class Review:
     patch: ParsedPatch
     packet: ReviewPacket
     stripped: StripReport
+    findings: ParseResult
+    wrapped: tuple[WrappedFinding, ...]
+    critic: dict[str, Any]  # how the findings came to be: replayed, absent, ...
 
 
 def prepare_review(config: pytest.Config) -> Review:
     """Read and check the inputs; every problem is one UsageError line."""
+    from pytest_critic22.falsify import route
+
     invocation = config.invocation_params.dir
     try:
         patch_path, text = read_patch(config.getoption("critic22_patch"), invocation)
@@ -54,21 +70,53 @@ def prepare_review(config: pytest.Config) -> Review:
             obligations=read_obligations(config.getoption("critic22_obligations"), invocation),
             request=read_request(config.getoption("critic22_request"), invocation),
         )
+        findings_file = config.getoption("critic22_findings")
+        if findings_file:
+            raw = read_text_or_file("@" + findings_file, "--critic22-findings", invocation) or ""
+            critic: dict[str, Any] = {"engaged": True, "source": "replay", "file": findings_file}
+        else:
+            raw = "[]"
+            critic = {"engaged": False, "reason": "no critic configured"}
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return Review(patch_path, patch, packet, stripped)
+    parsed = parse_findings(
+        raw, patch.edit_ids, max_findings=config.getoption("critic22_max_findings")
+    )
+    wrapped = []
+    for number, finding in enumerate(parsed.findings, 1):
+        found = route(finding.falsification)
+        wrapped.append(WrappedFinding(f"F{number}", finding, found.procedure, found.reason))
+    return Review(patch_path, patch, packet, stripped, parsed, tuple(wrapped), critic)
 
 
 class Critic22Plugin:
-    def __init__(self, config: pytest.Config, review: Review, ledger: Ledger) -> None:
+    def __init__(self, config: pytest.Config, review: Review, ledger: Ledger, repo: Path) -> None:
+        from pytest_critic22.trees import TreeSet
+
         self.config = config
         self.review = review
         self.ledger = ledger
+        self.repo = repo
+        self.rootpath = config.rootpath
         self.is_worker = hasattr(config, "workerinput")
+        self.base_commit = _resolve_base(repo, config.getoption("critic22_base"))
+        self.trees = TreeSet(repo, self.base_commit, ledger.run_id)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
+        self.disposition: Disposition | None = None
+        self._context: Any = None
+        self._cleaned = False
 
+    # -- construction -----------------------------------------------------------------
     @classmethod
     def from_config(cls, config: pytest.Config) -> Critic22Plugin:
         review = prepare_review(config)
+        repo = toplevel(config.rootpath) or toplevel(config.invocation_params.dir)
+        if repo is None:
+            raise pytest.UsageError(
+                f"--critic22: {config.rootpath} is not inside a git repository "
+                "(the review builds git worktrees of it)"
+            )
         workerinput = getattr(config, "workerinput", None)
         run_id = workerinput.get("critic22_run_id") if workerinput else None
         ledger_opt = config.getoption("critic22_ledger")
@@ -77,16 +125,48 @@ class Critic22Plugin:
         )
         if not ledger_path.is_absolute():
             ledger_path = config.invocation_params.dir / ledger_path
-        plugin = cls(config, review, Ledger(ledger_path, run_id or new_run_id()))
+        plugin = cls(config, review, Ledger(ledger_path, run_id or new_run_id()), repo)
         if not plugin.is_worker:
-            plugin._record_start()
+            plugin._start()
         return plugin
+
+    def _start(self) -> None:
+        from pytest_critic22.trees import prune_stale
+
+        stale = prune_stale(self.repo)
+        if stale:
+            self.notes.append(f"removed {len(stale)} stale worktree(s) of a crashed run")
+        self.trees.claim()
+        atexit.register(self.cleanup)
+        self._record_start()
+        applied = git(
+            ["apply", "--reverse", "--check", "-"],
+            self.repo,
+            input=self.review.patch.whole_patch,
+            check=False,
+        )
+        if applied.returncode == 0:
+            self.notes.append(
+                "the working tree already has the patch applied; reviewing it against "
+                f"{self.config.getoption('critic22_base')} ({self.base_commit[:10]})"
+            )
+        problem = self.trees.check_applies(self.review.patch)
+        if problem is not None:
+            self.cleanup()
+            raise pytest.UsageError(
+                f"--critic22: {self.review.patch_path.name} does not apply to "
+                f"{self.config.getoption('critic22_base')} ({self.base_commit[:10]}): {problem}"
+            )
 
     def _record_start(self) -> None:
         review = self.review
         self.ledger.append(
             "run-start",
-            {"patch": str(review.patch_path), "rootdir": str(self.config.rootpath)},
+            {
+                "patch": str(review.patch_path),
+                "rootdir": str(self.rootpath),
+                "base": self.base_commit,
+            },
         )
         self.ledger.append(
             "patch-parsed",
@@ -102,11 +182,130 @@ class Critic22Plugin:
             "packet-built",
             {"digest": review.packet.digest, "stripped": review.stripped.to_dict()},
         )
+        self.ledger.append("critic", review.critic)
+        self.ledger.append("findings-parsed", report.parse_result_dict(review.findings))
 
     # -- xdist: workers get the controller's run id ----------------------------------------
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: object) -> None:
-        node.workerinput["critic22_run_id"] = self.ledger.run_id  # type: ignore[attr-defined]
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["critic22_run_id"] = self.ledger.run_id
+
+    # -- collection ------------------------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        if config.getoption("critic22_only"):
+            return True
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not any(True for _ in self.blocking_findings()):
+            return
+        node = PatchFile.from_parent(
+            session,
+            path=self.review.patch_path,
+            nodeid=self.review.patch_path.name,
+            review=self,
+        )
+        items.extend(node.collect())
+
+    def blocking_findings(self) -> list[WrappedFinding]:
+        return [
+            w
+            for w in self.review.wrapped
+            if w.finding.severity == "blocking" and w.procedure is not None
+        ]
+
+    # -- running -----------------------------------------------------------------------------
+    def execute(self, wrapped: WrappedFinding) -> Any:
+        from pytest_critic22.procedures import execute
+
+        assert wrapped.procedure is not None
+        result = execute(wrapped.finding_id, wrapped.finding, wrapped.procedure, self._ctx())
+        self.ledger.append("procedure-run", self.result_record(result))
+        return result
+
+    def _ctx(self) -> Any:
+        if self._context is None:
+            from pytest_critic22.procedures import (
+                ExecutionContext,
+                acceptance_test_of,
+                obligation_tests,
+            )
+
+            pythonpath = self.config.getoption("critic22_pythonpath")
+            self._context = ExecutionContext(
+                patch=self.review.patch,
+                trees=self.trees,
+                timeout=self.config.getoption("critic22_timeout"),
+                reruns=self.config.getoption("critic22_reruns"),
+                slots=os.cpu_count() or 1,
+                slot_dir=self.trees.root.parent / "slots",
+                pythonpath=tuple(p for p in (pythonpath or "").split(",") if p.strip()),
+                acceptance=self.config.getoption("critic22_acceptance")
+                or acceptance_test_of(self.review.packet.diagnosed_root_cause),
+                obligation_tests=obligation_tests(self.review.packet.preservation_obligations),
+            )
+        return self._context
+
+    def result_record(self, result: Any) -> dict[str, Any]:
+        return {
+            "id": result.finding_id,
+            "outcome": result.outcome.kind,
+            "reason": result.outcome.reason,
+            "counterfactual": result.counterfactual,
+            "logs": result.logs,
+        }
+
+    def explain(self, wrapped: WrappedFinding, result: Any) -> str:
+        return report.explain_failure(wrapped, self.result_record(result))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
+        for name, value in report.user_properties:
+            if name == PROPERTY:
+                record = json.loads(str(value))
+                self.results[record["id"]] = record
+
+    # -- the gate and the reports ----------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker:
+            return
+        outcomes = [
+            (w.finding_id, w.finding.severity, Outcome(r["outcome"], r["reason"]))
+            for w in self.review.wrapped
+            if (r := self.results.get(w.finding_id)) is not None
+        ]
+        self.disposition = gate(outcomes)
+        self.ledger.append(
+            "disposition",
+            {
+                "verdict": self.disposition.verdict,
+                "verified": list(self.disposition.verified),
+                "reason": self.disposition.reason,
+            },
+        )
+        if self.disposition.verdict == "reject" and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        target = self.config.getoption("critic22_report")
+        if target:
+            path = Path(target)
+            if not path.is_absolute():
+                path = self.config.invocation_params.dir / path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            document = report.json_report(
+                run_id=self.ledger.run_id,
+                review=self.review,
+                results=self.results,
+                disposition=self.disposition,
+                ledger=str(self.ledger.path),
+                base=self.base_commit,
+                notes=self.notes,
+            )
+            path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -114,14 +313,34 @@ class Critic22Plugin:
             return
         terminalreporter.section("critic22")
         for line in report.summary_lines(
-            self.review.patch_path.name,
-            self.review.patch,
-            self.review.packet,
-            self.review.stripped,
+            self.review,
+            self.results,
+            self.disposition,
             ledger=str(self.ledger.path),
+            notes=self.notes,
         ):
             terminalreporter.line(line)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if not self.is_worker:
-            self.ledger.append("run-end", {})
+        if self.is_worker:
+            return
+        self.cleanup()
+        self.ledger.append("run-end", {})
+
+    def cleanup(self) -> None:
+        """Remove this run's worktrees. Safe to call twice, and from atexit."""
+        if self._cleaned or self.is_worker:
+            return
+        self._cleaned = True
+        self.trees.remove_all()
+
+
+def _resolve_base(repo: Path, rev: str) -> str:
+    try:
+        done = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo)
+    except GitError:
+        raise pytest.UsageError(
+            f"--critic22-base: {rev!r} is not a commit in {repo} "
+            "(a repository needs at least one commit to review a patch against)"
+        ) from None
+    return done.stdout.strip()

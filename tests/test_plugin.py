@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_critic22.gitio import init_repo
 from pytest_critic22.ledger import read_events
 
 PATCH = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(m="x = 1\ny = 2\n", test_m="def test_ok():\n    assert True\n")
+    (pytester.path / "m.py").write_text("x = 1\ny = 2\n")
+    (pytester.path / "test_m.py").write_text("def test_ok():\n    assert True\n")
+    init_repo(pytester.path)
     (pytester.path / "p.diff").write_text(PATCH)
     return pytester
 
@@ -59,7 +62,15 @@ def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -
         ]
     )
     events = read_events(project.path / ".critic22" / "ledger.jsonl")
-    assert [e["event"] for e in events] == ["run-start", "patch-parsed", "packet-built", "run-end"]
+    assert [e["event"] for e in events] == [
+        "run-start",
+        "patch-parsed",
+        "packet-built",
+        "critic",
+        "findings-parsed",
+        "disposition",
+        "run-end",
+    ]
     assert len({e["run"] for e in events}) == 1
     assert "trust me" not in (project.path / ".critic22" / "ledger.jsonl").read_text()
 

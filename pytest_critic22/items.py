@@ -1,0 +1,98 @@
+"""Generated pytest items: one per blocking finding, under a node for the patch.
+
+verified -> FAILED, refuted -> PASSED, inconclusive -> SKIPPED with the reason. The
+item's failure shows the claim, its evidence, the procedure and what decided it, never
+a traceback of the plugin.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_critic22.diffparse import WHOLE_PATCH
+from pytest_critic22.falsify import Procedure
+from pytest_critic22.finding import ReviewFinding
+
+if TYPE_CHECKING:
+    from pytest_critic22.procedures import FindingResult
+    from pytest_critic22.session import Critic22Plugin
+
+__all__ = ["PROPERTY", "PatchFile", "ReviewItem", "WrappedFinding"]
+
+PROPERTY = "critic22"  # the user_properties key that carries a result to the controller
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedFinding:
+    """A finding and what the plugin did with it: the finding itself stays six fields."""
+
+    finding_id: str
+    finding: ReviewFinding
+    procedure: Procedure | None
+    route_reason: str = ""
+
+
+class VerifiedDefect(Exception):
+    def __init__(self, result: FindingResult) -> None:
+        super().__init__(result.outcome.reason)
+        self.result = result
+
+
+class PatchFile(pytest.File):
+    """The patch as a collector, made explicitly: it may lie outside the collected paths."""
+
+    def __init__(self, *, review: Critic22Plugin, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.review = review
+
+    def collect(self) -> Iterable[ReviewItem]:
+        for wrapped in self.review.blocking_findings():
+            yield ReviewItem.from_parent(
+                self,
+                name=f"{wrapped.finding_id}[{wrapped.finding.location}]",
+                wrapped=wrapped,
+            )
+
+
+class ReviewItem(pytest.Item):
+    def __init__(self, *, wrapped: WrappedFinding, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wrapped = wrapped
+        self.result: FindingResult | None = None
+        self.add_marker("critic22")
+        self.user_properties.append(("critic22_finding", wrapped.finding_id))
+
+    @property
+    def review(self) -> Critic22Plugin:
+        parent = self.parent
+        assert isinstance(parent, PatchFile)
+        return parent.review
+
+    def runtest(self) -> None:
+        result = self.review.execute(self.wrapped)
+        self.result = result
+        self.user_properties.append((PROPERTY, json.dumps(self.review.result_record(result))))
+        if result.outcome.kind == "verified":
+            raise VerifiedDefect(result)
+        if result.outcome.kind == "inconclusive":
+            pytest.skip(f"inconclusive: {result.outcome.reason}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, VerifiedDefect):
+            return self.review.explain(self.wrapped, excinfo.value.result)
+        return f"critic22: {type(excinfo.value).__name__}: {excinfo.value}"
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        finding = self.wrapped.finding
+        label = f"critic22 {self.wrapped.finding_id} [{finding.location}]"
+        if finding.location == WHOLE_PATCH:
+            return self.path, None, label
+        edit = self.review.review.patch.edit(finding.location)
+        line = (edit.added_lines or (edit.new_start,))[0]
+        return self.review.rootpath / edit.path, max(0, line - 1), label

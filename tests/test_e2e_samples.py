@@ -1,0 +1,52 @@
+"""Every sample case end to end: a real repository, real worktrees, real pytest runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e import case_args, expected, make_sample, repo_state
+
+CASES = [
+    ("textstats", "median-drops-guard"),
+    ("textstats", "median-good"),
+    ("inventory", "remove-off-by-one"),
+    ("slugkit", "max-length"),
+]
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning"),
+]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(("sample", "case"), CASES, ids=[c for _, c in CASES])
+def test_sample_case_gives_the_expected_outcomes(
+    pytester: pytest.Pytester, sample: str, case: str, xdist: list[str]
+) -> None:
+    repo = make_sample(pytester, sample)
+    before = repo_state(repo)
+    want = expected(sample, case)
+    report = repo.parent / "report.json"
+    result = pytester.runpytest_subprocess(
+        *case_args(sample, case), f"--critic22-report={report}", "--critic22-reruns=2", *xdist
+    )
+    result.assert_outcomes(**want["outcomes"])
+    assert result.ret == want["exit"]
+    document = json.loads(report.read_text())
+    assert document["disposition"]["verdict"] == want["verdict"]
+    assert {f["id"]: f["outcome"]["status"] for f in document["findings"]} == want["findings"]
+    assert document["counts"]["rejected"] == want["rejected"]
+    assert document["counts"]["downgraded"] == want["downgraded"]
+    assert set(document["findings"][0]["finding"]) == {
+        "location",
+        "claim",
+        "severity",
+        "evidence",
+        "falsification",
+        "confidence",
+    }
+    result.stdout.fnmatch_lines([f"verdict: {want['verdict'].upper()} *"])
+    assert repo_state(repo) == before
