@@ -1,7 +1,9 @@
 """The ``critic22`` console command.
 
 ``critic22 demo`` copies a bundled sample repository to a temporary folder, makes it a
-git repository, and runs ``pytest --critic22`` on one of its candidate patches.
+git repository, and runs ``pytest --critic22`` on one of its candidate patches with the
+case's recorded critic output: a verified defect shows up as a failing test. The demo
+exits 0 when the review ran and reached the case's expected verdict.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def demo_command(case: Path, repo: Path) -> list[str]:
     """The pytest command line the demo runs inside the sample repository."""
     command = [sys.executable, "-m", "pytest", f"--critic22={case / 'patch.diff'}"]
+    if (case / "findings.json").is_file():
+        command.append(f"--critic22-findings={case / 'findings.json'}")
     for option, name in (
         ("--critic22-spec", "spec.md"),
         ("--critic22-root-cause", "root_cause.md"),
@@ -41,7 +45,7 @@ def demo_command(case: Path, repo: Path) -> list[str]:
             if (folder / name).is_file():
                 command.append(f"{option}=@{folder / name}")
                 break
-    command.append(f"--critic22-ledger={repo / '.critic22' / 'ledger.jsonl'}")
+    command.append(f"--critic22-report={repo / '.critic22' / 'report.json'}")
     return command
 
 
@@ -59,7 +63,8 @@ def run_demo(sample: str, case_name: str, keep: bool, extra: Sequence[str]) -> i
     print(f"critic22 demo: sample {sample!r}, case {case_name!r}, repository {repo}", flush=True)
     print("$ " + " ".join(command), flush=True)
     try:
-        return subprocess.run(command, cwd=repo, check=False).returncode
+        code = subprocess.run(command, cwd=repo, check=False).returncode
+        return _demo_status(case, repo / ".critic22" / "report.json", code)
     finally:
         if keep:
             print(f"critic22 demo: kept {repo}")
@@ -67,6 +72,26 @@ def run_demo(sample: str, case_name: str, keep: bool, extra: Sequence[str]) -> i
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _demo_status(case: Path, report: Path, pytest_code: int) -> int:
+    """0 when the review ran and reached the case's expected verdict, else non-zero."""
+    import json
+
+    if not report.is_file():
+        print(f"critic22 demo: the review did not run (pytest exit status {pytest_code})")
+        return pytest_code or 1
+    verdict = json.loads(report.read_text())["disposition"]["verdict"]
+    expected_file = case / "expected.json"
+    expected = json.loads(expected_file.read_text())["verdict"] if expected_file.is_file() else None
+    if expected is not None and verdict != expected:
+        print(f"critic22 demo: verdict {verdict.upper()}, but this case expects {expected.upper()}")
+        return 1
+    print(
+        f"critic22 demo: verdict {verdict.upper()} (pytest exit status {pytest_code}), "
+        "as expected for this case"
+    )
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

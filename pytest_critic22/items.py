@@ -53,10 +53,11 @@ class PatchFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         for wrapped in self.review.blocking_findings():
+            name = f"{wrapped.finding_id}[{wrapped.finding.location}]"
+            # An explicit node id: parsed the way pytest's cache parses it, so --lf
+            # matches "F1[e2]" as name "F1" with parameter "e2".
             yield ReviewItem.from_parent(
-                self,
-                name=f"{wrapped.finding_id}[{wrapped.finding.location}]",
-                wrapped=wrapped,
+                self, name=name, nodeid=f"{self.nodeid}::{name}", wrapped=wrapped
             )
 
 

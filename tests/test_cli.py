@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.e2e
+def test_the_demo_reviews_a_sample_and_reports_the_expected_verdict() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_critic22.cli",
+            "demo",
+            "--sample",
+            "slugkit",
+            "--case",
+            "max-length",
+            "--",
+            "--critic22-reruns=1",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: PROCEED" in done.stdout
+    assert "critic22 demo: verdict PROCEED (pytest exit status 0), as expected" in done.stdout
+
+
+def test_an_unknown_demo_case_is_a_clear_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_critic22.cli", "demo", "--case", "nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "critic22 demo: \"no case 'nope' in sample 'textstats'\"" in done.stderr or (
+        "no case 'nope'" in done.stderr
+    )
