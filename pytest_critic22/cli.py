@@ -33,18 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def demo_command(case: Path, repo: Path) -> list[str]:
     """The pytest command line the demo runs inside the sample repository."""
-    command = [sys.executable, "-m", "pytest", f"--critic22={case / 'patch.diff'}"]
-    if (case / "findings.json").is_file():
-        command.append(f"--critic22-findings={case / 'findings.json'}")
-    for option, name in (
-        ("--critic22-spec", "spec.md"),
-        ("--critic22-root-cause", "root_cause.md"),
-        ("--critic22-obligations", "obligations.txt"),
-    ):
-        for folder in (case, case.parent):
-            if (folder / name).is_file():
-                command.append(f"{option}=@{folder / name}")
-                break
+    from pytest_critic22.samples import case_options
+
+    command = [sys.executable, "-m", "pytest", *case_options(case)]
     command.append(f"--critic22-report={repo / '.critic22' / 'report.json'}")
     return command
 

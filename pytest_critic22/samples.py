@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pytest_critic22.gitio import init_repo
 
-__all__ = ["SAMPLES_DIR", "case_dir", "materialize", "sample_names"]
+__all__ = ["SAMPLES_DIR", "case_dir", "case_options", "materialize", "sample_names"]
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_repos"
 
@@ -43,3 +43,21 @@ def materialize(sample: str, dest: Path) -> Path:
     )
     init_repo(dest, f"sample {sample}")
     return dest
+
+
+def case_options(case: Path) -> list[str]:
+    """The ``--critic22…`` options that review a case: its patch, recorded critic output,
+    and the specification, root cause and obligations (in the case or shared by its sample)."""
+    options = [f"--critic22={case / 'patch.diff'}"]
+    if (case / "findings.json").is_file():
+        options.append(f"--critic22-findings={case / 'findings.json'}")
+    for option, name in (
+        ("--critic22-spec", "spec.md"),
+        ("--critic22-root-cause", "root_cause.md"),
+        ("--critic22-obligations", "obligations.txt"),
+    ):
+        for folder in (case, case.parent):
+            if (folder / name).is_file():
+                options.append(f"{option}=@{folder / name}")
+                break
+    return options

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.samples import SAMPLES_DIR, case_dir
+from pytest_critic22.samples import SAMPLES_DIR, case_dir, case_options
 
 
 def make_sample(pytester: pytest.Pytester, sample: str) -> Path:
@@ -24,19 +24,7 @@ def make_sample(pytester: pytest.Pytester, sample: str) -> Path:
 
 
 def case_args(sample: str, case: str) -> list[str]:
-    folder = case_dir(sample, case)
-    args = [f"--critic22={folder / 'patch.diff'}"]
-    for option, name in (
-        ("--critic22-findings", "findings.json"),
-        ("--critic22-spec", "spec.md"),
-        ("--critic22-root-cause", "root_cause.md"),
-    ):
-        for place in (folder, folder.parent):
-            if (place / name).is_file():
-                value = str(place / name)
-                args.append(f"{option}={value if option == '--critic22-findings' else '@' + value}")
-                break
-    return args
+    return case_options(case_dir(sample, case))
 
 
 def expected(sample: str, case: str) -> dict[str, Any]:
