@@ -129,6 +129,82 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated folders, relative to a tree, put first on PYTHONPATH for the code "
         "under test (default: src/ if present, and the tree's root)",
     )
+    group.addoption(
+        "--critic22-model",
+        dest="critic22_model",
+        metavar="MODEL",
+        default=None,
+        help="the critic: any litellm model string (openai/gpt-4o, anthropic/..., ollama/...); "
+        "also $CRITIC22_MODEL or the ini value critic22_model",
+    )
+    group.addoption(
+        "--critic22-api-base",
+        dest="critic22_api_base",
+        metavar="URL",
+        default=None,
+        help="the model provider's base URL (a local or proxy endpoint)",
+    )
+    group.addoption(
+        "--critic22-temperature",
+        dest="critic22_temperature",
+        metavar="T",
+        type=_non_negative_float,
+        default=0.2,
+        help="sampling temperature of the critic (default 0.2)",
+    )
+    group.addoption(
+        "--critic22-max-tokens",
+        dest="critic22_max_tokens",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="cap on the critic's answer length in tokens",
+    )
+    group.addoption(
+        "--critic22-critic-timeout",
+        dest="critic22_critic_timeout",
+        metavar="SECONDS",
+        type=_positive_float,
+        default=120.0,
+        help="overall deadline of the critic, re-asks included (default 120)",
+    )
+    group.addoption(
+        "--critic22-retries",
+        dest="critic22_retries",
+        metavar="N",
+        type=_non_negative_int,
+        default=2,
+        help="re-asks when the critic's records break the schema (default 2)",
+    )
+    group.addoption(
+        "--critic22-fresh",
+        dest="critic22_fresh",
+        action="store_true",
+        default=False,
+        help="ask the model even when .critic22/cache holds an answer for this exact packet",
+    )
+    group.addoption(
+        "--critic22-engage",
+        dest="critic22_engage",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="engage the critic: auto (when a model or recorded output is given), always, never "
+        "(CRITIC=off in the environment also means never)",
+    )
+    parser.addini("critic22_model", "the critic's litellm model string", default="")
+
+
+def _non_negative_float(value: str) -> float:
+    import argparse
+
+    number = _positive_float(value) if value.strip() not in ("0", "0.0") else 0.0
+    if number < 0:  # pragma: no cover - _positive_float already refuses it
+        raise argparse.ArgumentTypeError(f"{value!r} must not be negative")
+    return number
+
+
+def _non_negative_int(value: str) -> int:
+    return 0 if value.strip() == "0" else _positive_int(value)
 
 
 def _positive_float(value: str) -> float:

@@ -59,17 +59,31 @@ def summary_lines(
         lines.append("request keys ignored (not packet elements): " + ", ".join(stripped.ignored))
     lines.extend(notes)
 
-    critic = review.critic
-    if critic.get("engaged"):
-        lines.append(f"critic: {critic.get('source', 'model')} ({critic.get('file', '')})".rstrip())
-    else:
-        lines.append(f"critic: not engaged — {critic.get('reason', '')}")
+    lines.append(critic_line(review.critic))
     lines.extend(_finding_rows(review.wrapped, results))
     lines.extend(_record_rows(review.findings))
     if disposition is not None:
         lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
     lines.append(f"ledger {ledger}")
     return lines
+
+
+def critic_line(critic: Mapping[str, Any]) -> str:
+    """One line on where the findings came from, or why there are none."""
+    if not critic.get("engaged"):
+        return f"critic: not engaged — {critic.get('reason', '')}"
+    if critic.get("source") == "replay":
+        return f"critic: replayed from {critic.get('file', '')}"
+    if critic.get("absent"):
+        return (
+            f"critic: WARNING {critic.get('model', '')} gave no usable answer — "
+            f"{critic.get('reason', '')}; the deterministic gates ran alone"
+        )
+    tokens = critic.get("tokens", {}).get("total_tokens")
+    detail = "cached answer" if critic.get("cached") else f"{critic.get('calls', 0)} call(s)"
+    if tokens:
+        detail += f", {tokens} tokens"
+    return f"critic: {critic.get('model', '')} ({detail}, prompt {critic.get('prompt_version')})"
 
 
 def _finding_rows(

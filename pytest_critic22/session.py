@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from pytest_critic22.inputs import (
     read_text_or_file,
 )
 from pytest_critic22.items import PROPERTY, PatchFile, WrappedFinding
-from pytest_critic22.ledger import STATE_DIR, Ledger, new_run_id
+from pytest_critic22.ledger import STATE_DIR, Ledger, ensure_state_dir, new_run_id
 from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
 from pytest_critic22.verify import Disposition, Outcome, gate
 
@@ -43,15 +43,13 @@ class Review:
     patch: ParsedPatch
     packet: ReviewPacket
     stripped: StripReport
-    findings: ParseResult
-    wrapped: tuple[WrappedFinding, ...]
-    critic: dict[str, Any]  # how the findings came to be: replayed, absent, ...
+    findings: ParseResult = field(default_factory=lambda: ParseResult(findings=()))
+    wrapped: tuple[WrappedFinding, ...] = ()
+    critic: dict[str, Any] = field(default_factory=dict)  # how the findings came to be
 
 
 def prepare_review(config: pytest.Config) -> Review:
     """Read and check the inputs; every problem is one UsageError line."""
-    from pytest_critic22.falsify import route
-
     invocation = config.invocation_params.dir
     try:
         patch_path, text = read_patch(config.getoption("critic22_patch"), invocation)
@@ -70,23 +68,52 @@ def prepare_review(config: pytest.Config) -> Review:
             obligations=read_obligations(config.getoption("critic22_obligations"), invocation),
             request=read_request(config.getoption("critic22_request"), invocation),
         )
-        findings_file = config.getoption("critic22_findings")
-        if findings_file:
-            raw = read_text_or_file("@" + findings_file, "--critic22-findings", invocation) or ""
-            critic: dict[str, Any] = {"engaged": True, "source": "replay", "file": findings_file}
-        else:
-            raw = "[]"
-            critic = {"engaged": False, "reason": "no critic configured"}
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
+    return Review(patch_path, patch, packet, stripped)
+
+
+def with_findings(
+    config: pytest.Config, review: Review, raw: str, critic: dict[str, Any]
+) -> Review:
+    """Parse the critic's raw output (replayed, or from the model) and route each finding."""
+    from pytest_critic22.falsify import route
+
     parsed = parse_findings(
-        raw, patch.edit_ids, max_findings=config.getoption("critic22_max_findings")
+        raw, review.patch.edit_ids, max_findings=config.getoption("critic22_max_findings")
     )
     wrapped = []
     for number, finding in enumerate(parsed.findings, 1):
         found = route(finding.falsification)
         wrapped.append(WrappedFinding(f"F{number}", finding, found.procedure, found.reason))
-    return Review(patch_path, patch, packet, stripped, parsed, tuple(wrapped), critic)
+    return replace(review, findings=parsed, wrapped=tuple(wrapped), critic=critic)
+
+
+def configured_model(config: pytest.Config) -> str | None:
+    """--critic22-model, else $CRITIC22_MODEL, else the ini value critic22_model."""
+    value = config.getoption("critic22_model") or os.environ.get("CRITIC22_MODEL")
+    if not value:
+        value = str(config.getini("critic22_model") or "")
+    return value.strip() or None
+
+
+def critic_source(config: pytest.Config) -> tuple[str, str]:
+    """Where findings come from: ("off"|"replay"|"model"|"none", why)."""
+    engage = config.getoption("critic22_engage")
+    if engage == "never":
+        return "off", "--critic22-engage=never"
+    if os.environ.get("CRITIC", "").strip().lower() == "off":
+        return "off", "CRITIC=off in the environment"
+    if config.getoption("critic22_findings"):
+        return "replay", ""
+    if configured_model(config):
+        return "model", ""
+    if engage == "always":
+        raise pytest.UsageError(
+            "--critic22-engage=always needs a critic: --critic22-model (or CRITIC22_MODEL, or "
+            "the ini value critic22_model) or --critic22-findings=FILE"
+        )
+    return "none", "no model configured (--critic22-model, CRITIC22_MODEL or ini critic22_model)"
 
 
 class Critic22Plugin:
@@ -106,6 +133,7 @@ class Critic22Plugin:
         self.disposition: Disposition | None = None
         self._context: Any = None
         self._cleaned = False
+        self.raw_findings = "[]"
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -119,6 +147,11 @@ class Critic22Plugin:
             )
         workerinput = getattr(config, "workerinput", None)
         run_id = workerinput.get("critic22_run_id") if workerinput else None
+        if workerinput is not None and "critic22_raw" in workerinput:
+            # The controller asked the critic; every worker parses the same answer.
+            review = with_findings(
+                config, review, workerinput["critic22_raw"], dict(workerinput["critic22_critic"])
+            )
         ledger_opt = config.getoption("critic22_ledger")
         ledger_path = (
             Path(ledger_opt) if ledger_opt else config.rootpath / STATE_DIR / "ledger.jsonl"
@@ -157,6 +190,62 @@ class Critic22Plugin:
                 f"--critic22: {self.review.patch_path.name} does not apply to "
                 f"{self.config.getoption('critic22_base')} ({self.base_commit[:10]}): {problem}"
             )
+        raw, critic = self._ask_critic()
+        self.raw_findings = raw
+        self.review = with_findings(self.config, self.review, raw, critic)
+        self.ledger.append("critic", critic)
+        self.ledger.append("findings-parsed", report.parse_result_dict(self.review.findings))
+
+    def _ask_critic(self) -> tuple[str, dict[str, Any]]:
+        """At most one critic per run, asked here on the controller before any worker starts."""
+        source, why = critic_source(self.config)
+        if source in ("off", "none"):
+            return "[]", {"engaged": False, "source": source, "reason": why}
+        if source == "replay":
+            name = self.config.getoption("critic22_findings")
+            try:
+                raw = read_text_or_file(
+                    "@" + name, "--critic22-findings", self.config.invocation_params.dir
+                )
+            except InputError as exc:
+                self.cleanup()
+                raise pytest.UsageError(str(exc)) from None
+            return raw or "", {"engaged": True, "source": "replay", "file": name}
+        from pytest_critic22.critic import CriticSettings, litellm_completion, review
+
+        option = self.config.getoption
+        settings = CriticSettings(
+            model=configured_model(self.config) or "",
+            api_base=option("critic22_api_base"),
+            temperature=option("critic22_temperature"),
+            max_tokens=option("critic22_max_tokens"),
+            timeout=option("critic22_critic_timeout"),
+            retries=option("critic22_retries"),
+            fresh=option("critic22_fresh"),
+        )
+        state = ensure_state_dir(self.rootpath / STATE_DIR)
+        traces = state / "traces" / self.ledger.run_id
+        run = review(
+            self.review.packet,
+            self.review.patch.edit_ids,
+            settings,
+            litellm_completion(settings),
+            max_findings=option("critic22_max_findings"),
+            trace_dir=traces,
+            cache_dir=state / "cache",
+        )
+        critic: dict[str, Any] = {
+            "engaged": True,
+            "source": "model",
+            "model": settings.model,
+            "traces": str(traces),
+            **run.summary(),
+        }
+        if run.failure or run.raw is None:
+            critic["absent"] = True
+            critic["reason"] = run.failure
+            return "[]", critic
+        return run.raw, critic
 
     def _record_start(self) -> None:
         review = self.review
@@ -182,13 +271,13 @@ class Critic22Plugin:
             "packet-built",
             {"digest": review.packet.digest, "stripped": review.stripped.to_dict()},
         )
-        self.ledger.append("critic", review.critic)
-        self.ledger.append("findings-parsed", report.parse_result_dict(review.findings))
 
     # -- xdist: workers get the controller's run id ----------------------------------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["critic22_run_id"] = self.ledger.run_id
+        node.workerinput["critic22_raw"] = self.raw_findings
+        node.workerinput["critic22_critic"] = self.review.critic
 
     # -- collection ------------------------------------------------------------------------
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
@@ -290,6 +379,14 @@ class Critic22Plugin:
         )
         if self.disposition.verdict == "reject" and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if (
+            self.config.getoption("critic22_only")
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            and self.disposition.verdict == "proceed"
+        ):
+            # A review-only run with no blocking finding is a review that found nothing to
+            # verify: the answer is "proceed", not "no tests ran".
+            session.exitstatus = pytest.ExitCode.OK
         target = self.config.getoption("critic22_report")
         if target:
             path = Path(target)
