@@ -51,7 +51,12 @@ class PatchFile(pytest.File):
         super().__init__(**kwargs)
         self.review = review
 
-    def collect(self) -> Iterable[ReviewItem]:
+    def collect(self) -> Iterable[pytest.Item]:
+        for group, tests in self.review.preservation.items():
+            name = f"preserve[{group}]"
+            yield PreservationItem.from_parent(
+                self, name=name, nodeid=f"{self.nodeid}::{name}", group=group, tests=tuple(tests)
+            )
         for wrapped in self.review.blocking_findings():
             name = f"{wrapped.finding_id}[{wrapped.finding.location}]"
             # An explicit node id: parsed the way pytest's cache parses it, so --lf
@@ -97,3 +102,42 @@ class ReviewItem(pytest.Item):
         edit = self.review.review.patch.edit(finding.location)
         line = (edit.added_lines or (edit.new_start,))[0]
         return self.review.rootpath / edit.path, max(0, line - 1), label
+
+
+class PreservationItem(pytest.Item):
+    """Existing tests that reach the touched symbols, run on patched with base as the
+    counterfactual: the deterministic validator, with or without a critic."""
+
+    def __init__(self, *, group: str, tests: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.group = group
+        self.tests = tests
+        self.add_marker("critic22")
+
+    @property
+    def review(self) -> Critic22Plugin:
+        parent = self.parent
+        assert isinstance(parent, PatchFile)
+        return parent.review
+
+    @property
+    def result_id(self) -> str:
+        return f"preserve[{self.group}]"
+
+    def runtest(self) -> None:
+        result = self.review.execute_preservation(self.result_id, self.tests)
+        self.user_properties.append((PROPERTY, json.dumps(self.review.result_record(result))))
+        if result.outcome.kind == "verified":
+            raise VerifiedDefect(result)
+        if result.outcome.kind == "inconclusive":
+            pytest.skip(f"inconclusive: {result.outcome.reason}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, VerifiedDefect):
+            from pytest_critic22.report import explain_preservation
+
+            return explain_preservation(self.group, self.review.result_record(excinfo.value.result))
+        return f"critic22: {type(excinfo.value).__name__}: {excinfo.value}"
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        return self.review.rootpath / self.group, None, f"critic22 preservation {self.group}"

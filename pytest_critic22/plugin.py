@@ -191,7 +191,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="engage the critic: auto (when a model or recorded output is given), always, never "
         "(CRITIC=off in the environment also means never)",
     )
+    group.addoption(
+        "--critic22-max-packet-chars",
+        dest="critic22_max_packet_chars",
+        metavar="N",
+        type=_positive_int,
+        default=60000,
+        help="size limit of the review packet; impact evidence is cut deterministically to fit "
+        "(default 60000)",
+    )
+    group.addoption(
+        "--critic22-preservation",
+        dest="critic22_preservation",
+        choices=("auto", "explicit", "off"),
+        default="auto",
+        help="preservation items: auto (explicit obligations that are test ids, plus existing "
+        "tests that reach the touched symbols), explicit, or off (default auto)",
+    )
     parser.addini("critic22_model", "the critic's litellm model string", default="")
+    for name, default in (
+        ("edits", 3),
+        ("files", 2),
+        ("symbols", 4),
+        ("callers", 12),
+        ("modules", 3),
+    ):
+        parser.addini(
+            f"critic22_max_{name}",
+            f"largest number of {name} a patch may touch and still be declined a critic",
+            default=str(default),
+        )
 
 
 def _non_negative_float(value: str) -> float:

@@ -137,3 +137,66 @@ def _run(ctx: ExecutionContext, tree: Path, args: list[str]) -> RunResult:
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
         )
+
+
+def junit_key(nodeid: str) -> str:
+    """How the JUnit report names a test: ``tests/t.py::C::f`` -> ``tests.t.C::f``."""
+    parts = nodeid.split("::")
+    module = parts[0][:-3].replace("/", ".") if parts[0].endswith(".py") else parts[0]
+    classname = ".".join([module, *parts[1:-1]])
+    return f"{classname}::{parts[-1]}" if len(parts) > 1 else classname
+
+
+def execute_preservation(
+    group_id: str, tests: Sequence[str], ctx: ExecutionContext
+) -> FindingResult:
+    """Existing tests that reach the touched symbols: patched tree, base as counterfactual.
+
+    A test that passes on the base and fails (consistently) on the patched tree is a
+    verified regression; one that fails on the base too is pre-existing, not the patch's.
+    """
+    logs: dict[str, Any] = {"procedure": "preservation", "tests": list(tests)}
+    try:
+        patched = ctx.trees.get(Variant.patched(ctx.patch))
+        base = ctx.trees.get(Variant.base())
+    except TreeError as exc:
+        return FindingResult(group_id, Outcome("inconclusive", str(exc)), "base", logs)
+    first = _run(ctx, patched, list(tests))
+    logs["patched"] = [first.to_dict()]
+    if first.status == "passed":
+        outcome = Outcome("refuted", f"all {len(tests)} preservation test(s) pass on patched")
+        return FindingResult(group_id, outcome, "base", logs)
+    if first.status == "error":
+        outcome = Outcome("inconclusive", f"on the patched tree: {first.reason}")
+        return FindingResult(group_id, outcome, "base", logs)
+    by_key = {junit_key(t): t for t in tests}
+    failing = [by_key.get(k, k) for k, v in first.tests.items() if v in ("failed", "error")]
+    on_base = _run(ctx, base, failing)
+    logs["counterfactual"] = on_base.to_dict()
+    if on_base.status == "error" and not on_base.tests:
+        outcome = Outcome("inconclusive", f"on the base tree: {on_base.reason}")
+        return FindingResult(group_id, outcome, "base", logs)
+    pre_existing = [by_key.get(k, k) for k, v in on_base.tests.items() if v in ("failed", "error")]
+    regressions = [t for t in failing if t not in pre_existing]
+    logs["pre_existing"] = pre_existing
+    if not regressions:
+        outcome = Outcome(
+            "inconclusive",
+            "fail on the base too (pre-existing, not the patch's): " + ", ".join(pre_existing),
+        )
+        return FindingResult(group_id, outcome, "base", logs)
+    confirmations = [first] + [_run(ctx, patched, regressions) for _ in range(ctx.reruns - 1)]
+    logs["patched"] = [r.to_dict() for r in confirmations]
+    flaky = [r for r in confirmations[1:] if r.status != "failed"]
+    if flaky:
+        outcome = Outcome(
+            "inconclusive", f"flaky: the failure did not repeat in {len(flaky)} rerun(s)"
+        )
+        return FindingResult(group_id, outcome, "base", logs)
+    note = f"; pre-existing failures not counted: {', '.join(pre_existing)}" if pre_existing else ""
+    outcome = Outcome(
+        "verified",
+        f"regression: {', '.join(regressions)} pass on the base and fail on patched "
+        f"({len(confirmations)}/{len(confirmations)} runs){note}",
+    )
+    return FindingResult(group_id, outcome, "base", logs)

@@ -32,6 +32,7 @@ def summary_lines(
     *,
     ledger: str,
     notes: Sequence[str] = (),
+    preservation: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     patch, stripped = review.patch, review.stripped
     n_edits = len(patch.edits)
@@ -59,6 +60,7 @@ def summary_lines(
         lines.append("request keys ignored (not packet elements): " + ", ".join(stripped.ignored))
     lines.extend(notes)
 
+    lines.extend(_preservation_rows(preservation or {}, results))
     lines.append(critic_line(review.critic))
     lines.extend(_finding_rows(review.wrapped, results))
     lines.extend(_record_rows(review.findings))
@@ -66,6 +68,38 @@ def summary_lines(
         lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
     lines.append(f"ledger {ledger}")
     return lines
+
+
+def _preservation_rows(
+    groups: Mapping[str, Sequence[str]], results: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    if not groups:
+        return ["preservation: no existing test reaches the touched symbols"]
+    rows = [
+        f"preservation: {sum(len(t) for t in groups.values())} test(s) in {len(groups)} group(s)"
+    ]
+    for group, tests in groups.items():
+        result = results.get(f"preserve[{group}]")
+        outcome = str(result["outcome"]) if result else "not run"
+        reason = f" — {result['reason']}" if result and result["outcome"] != "refuted" else ""
+        rows.append(f"  {group} ({len(tests)}): {outcome}{reason}")
+    return rows
+
+
+def explain_preservation(group: str, record: Mapping[str, Any]) -> str:
+    """What a FAILED preservation item shows: which existing tests the patch breaks."""
+    logs = record.get("logs", {})
+    lines = [
+        f"critic22 preservation {group}: verified regression",
+        f"decided by: {record.get('reason', '')}",
+    ]
+    patched = logs.get("patched") or []
+    if patched:
+        lines += ["", "--- on the patched tree ---", _short(patched[0].get("output", ""))]
+    base = logs.get("counterfactual")
+    if base:
+        lines += ["", "--- the same tests on the base tree ---", _short(base.get("output", ""), 8)]
+    return "\n".join(lines)
 
 
 def critic_line(critic: Mapping[str, Any]) -> str:
@@ -141,6 +175,8 @@ def json_report(
     ledger: str,
     base: str,
     notes: Sequence[str] = (),
+    preservation: Mapping[str, Sequence[str]] | None = None,
+    engage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The validator's document. Each finding stays six fields, wrapped with what we did."""
     findings = []
@@ -196,6 +232,18 @@ def json_report(
             "verified": list(disposition.verified),
             "reason": disposition.reason,
         },
+        "preservation": [
+            {
+                "group": group,
+                "tests": list(tests),
+                "outcome": (results.get(f"preserve[{group}]") or {}).get("outcome", "not run"),
+                "reason": (results.get(f"preserve[{group}]") or {}).get("reason", ""),
+                "logs": (results.get(f"preserve[{group}]") or {}).get("logs", {}),
+            }
+            for group, tests in (preservation or {}).items()
+        ],
+        "impact_evidence": dict(review.packet.impact_evidence),
+        "engage": dict(engage or {}),
         "notes": list(notes),
         "ledger": ledger,
     }

@@ -89,7 +89,7 @@ if mem:
     _set(resource.RLIMIT_AS, mem)
 if nproc:
     _set(resource.RLIMIT_NPROC, nproc)
-os.execv(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[4:]])
+os.execv(sys.executable, [sys.executable, *sys.argv[4:]])
 """
 
 
@@ -129,8 +129,14 @@ def run_pytest(
     memory_bytes: int = 4 << 30,
     max_processes: int = 256,
     env: Mapping[str, str] | None = None,
+    module: Sequence[str] = (),
+    plugins: Sequence[str] = (),
 ) -> RunResult:
-    """Run ``python -m pytest ARGS`` in ``tree``; never hangs past ``timeout``."""
+    """Run ``python -m pytest ARGS`` in ``tree``; never hangs past ``timeout``.
+
+    ``module`` wraps pytest (``["coverage", "run", ..., "-m"]`` runs it under coverage);
+    ``plugins`` are extra ``-p`` plugins for the child (our tracer).
+    """
     with tempfile.TemporaryDirectory(prefix="critic22-run-") as tmp:
         junit = Path(tmp) / "junit.xml"
         command = [
@@ -140,6 +146,10 @@ def run_pytest(
             str(int(timeout) + 5),
             str(memory_bytes),
             str(max_processes),
+            "-m",
+            *module,
+            "pytest",
+            *[arg for name in plugins for arg in ("-p", name)],
             "-p",
             "no:critic22",
             "-p",

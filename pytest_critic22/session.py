@@ -134,6 +134,11 @@ class Critic22Plugin:
         self._context: Any = None
         self._cleaned = False
         self.raw_findings = "[]"
+        self.preservation: dict[str, list[str]] = {}
+        self.uncovered: dict[str, list[int]] = {}
+        self.coverage_status = ""
+        self.impact_radius: dict[str, int] = {}
+        self.engage_decision: dict[str, Any] = {}
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -159,6 +164,15 @@ class Critic22Plugin:
         if not ledger_path.is_absolute():
             ledger_path = config.invocation_params.dir / ledger_path
         plugin = cls(config, review, Ledger(ledger_path, run_id or new_run_id()), repo)
+        if workerinput is not None and "critic22_preservation" in workerinput:
+            plugin.preservation = dict(workerinput["critic22_preservation"])
+            plugin.review = replace(
+                plugin.review,
+                packet=replace(
+                    plugin.review.packet,
+                    preservation_obligations=tuple(workerinput["critic22_obligations"]),
+                ),
+            )
         if not plugin.is_worker:
             plugin._start()
         return plugin
@@ -190,16 +204,119 @@ class Critic22Plugin:
                 f"--critic22: {self.review.patch_path.name} does not apply to "
                 f"{self.config.getoption('critic22_base')} ({self.base_commit[:10]}): {problem}"
             )
-        raw, critic = self._ask_critic()
+        source, why = critic_source(self.config)
+        self._gather_evidence(with_coverage=source == "model")
+        if source == "model" and self.config.getoption("critic22_engage") == "auto":
+            decision = self._decide_engage()
+            if not decision.engage:
+                source, why = "declined", decision.reason
+        raw, critic = self._ask_critic(source, why)
         self.raw_findings = raw
         self.review = with_findings(self.config, self.review, raw, critic)
         self.ledger.append("critic", critic)
         self.ledger.append("findings-parsed", report.parse_result_dict(self.review.findings))
 
-    def _ask_critic(self) -> tuple[str, dict[str, Any]]:
+    def _gather_evidence(self, *, with_coverage: bool) -> None:
+        """Impact evidence and preservation obligations into the packet (never fatal)."""
+        from pytest_critic22.evidence import changed_line_coverage, gather_impact
+        from pytest_critic22.impact import bound_evidence
+        from pytest_critic22.packet import blind
+        from pytest_critic22.runner import detect_pythonpath
+        from pytest_critic22.trees import TreeError, Variant
+
+        packet = self.review.packet
+        explicit = list(packet.preservation_obligations)
+        try:
+            base_tree = self.trees.get(Variant.base())
+            patched_tree = self.trees.get(Variant.patched(self.review.patch))
+            state = ensure_state_dir(self.rootpath / STATE_DIR)
+            impact = gather_impact(
+                self.review.patch, base_tree, patched_tree, state / "cache" / "graph"
+            )
+        except (TreeError, GitError, OSError) as exc:
+            self.notes.append(f"impact evidence unavailable: {exc}")
+            self.ledger.append("impact", {"error": str(exc)})
+            return
+        mode = self.config.getoption("critic22_preservation")
+        auto = [t for t in impact.preservation_tests if t not in explicit] if mode == "auto" else []
+        tests = [o for o in explicit if _is_nodeid(o)] + auto if mode != "off" else []
+        self.preservation = _group_by_file(tests)
+        evidence = dict(impact.evidence)
+        self.coverage_status = ""
+        if with_coverage:
+            option = self.config.getoption
+            pythonpath = option("critic22_pythonpath")
+            _covered, uncovered, status = changed_line_coverage(
+                self.review.patch,
+                patched_tree,
+                tests,
+                timeout=option("critic22_timeout"),
+                pythonpath=detect_pythonpath(
+                    patched_tree, [p for p in (pythonpath or "").split(",") if p.strip()]
+                ),
+            )
+            evidence["uncovered_lines"] = uncovered
+            self.uncovered, self.coverage_status = uncovered, status
+        budget = self.config.getoption("critic22_max_packet_chars")
+        without = len(replace(packet, impact_evidence={}).canonical_json())
+        evidence, cut = bound_evidence(evidence, max(0, budget - without))
+        packet, _ = blind(
+            replace(
+                packet,
+                impact_evidence=evidence,
+                preservation_obligations=tuple(explicit + auto),
+            )
+        )
+        self.review = replace(self.review, packet=packet)
+        self.impact_radius = dict(impact.radius)
+        self.ledger.append(
+            "impact",
+            {
+                "blast_radius": impact.radius,
+                "symbols": {k: [s.name for s in v] for k, v in impact.symbols.items()},
+                "preservation_tests": tests,
+                "unparsed_files": list(impact.unparsed),
+                "files_scanned": impact.scanned,
+                "cache_hits": impact.cache_hits,
+                "truncated": cut,
+                "packet_digest": packet.digest,
+            },
+        )
+        if impact.unparsed:
+            self.notes.append("files that do not parse: " + ", ".join(impact.unparsed))
+        if cut:
+            self.notes.append(f"impact evidence cut to fit the packet: {cut}")
+
+    def _decide_engage(self) -> Any:
+        from pytest_critic22.engage import Thresholds, decide_engage
+
+        thresholds = Thresholds(
+            **{
+                name: int(self.config.getini(f"critic22_max_{name}"))
+                for name in ("edits", "files", "symbols", "callers", "modules")
+            }
+        )
+        decision = decide_engage(
+            radius=self.impact_radius,
+            uncovered=self.uncovered,
+            preservation_status=self.coverage_status or "not run",
+            thresholds=thresholds,
+        )
+        self.ledger.append(
+            "engage",
+            {
+                **decision.to_dict(),
+                "blast_radius": self.impact_radius,
+                "uncovered_lines": self.uncovered,
+                "preservation": self.coverage_status,
+            },
+        )
+        self.engage_decision = decision.to_dict()
+        return decision
+
+    def _ask_critic(self, source: str, why: str) -> tuple[str, dict[str, Any]]:
         """At most one critic per run, asked here on the controller before any worker starts."""
-        source, why = critic_source(self.config)
-        if source in ("off", "none"):
+        if source in ("off", "none", "declined"):
             return "[]", {"engaged": False, "source": source, "reason": why}
         if source == "replay":
             name = self.config.getoption("critic22_findings")
@@ -278,6 +395,8 @@ class Critic22Plugin:
         node.workerinput["critic22_run_id"] = self.ledger.run_id
         node.workerinput["critic22_raw"] = self.raw_findings
         node.workerinput["critic22_critic"] = self.review.critic
+        node.workerinput["critic22_preservation"] = self.preservation
+        node.workerinput["critic22_obligations"] = list(self.review.packet.preservation_obligations)
 
     # -- collection ------------------------------------------------------------------------
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
@@ -289,7 +408,7 @@ class Critic22Plugin:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if not any(True for _ in self.blocking_findings()):
+        if not self.preservation and not self.blocking_findings():
             return
         node = PatchFile.from_parent(
             session,
@@ -313,6 +432,13 @@ class Critic22Plugin:
         assert wrapped.procedure is not None
         result = execute(wrapped.finding_id, wrapped.finding, wrapped.procedure, self._ctx())
         self.ledger.append("procedure-run", self.result_record(result))
+        return result
+
+    def execute_preservation(self, group_id: str, tests: tuple[str, ...]) -> Any:
+        from pytest_critic22.procedures import execute_preservation
+
+        result = execute_preservation(group_id, tests, self._ctx())
+        self.ledger.append("preservation-run", self.result_record(result))
         return result
 
     def _ctx(self) -> Any:
@@ -368,6 +494,13 @@ class Critic22Plugin:
             for w in self.review.wrapped
             if (r := self.results.get(w.finding_id)) is not None
         ]
+        # A verified regression of a preservation obligation rejects as surely as a verified
+        # finding: it is the deterministic validator speaking, no critic involved.
+        outcomes += [
+            (key, "blocking", Outcome(r["outcome"], r["reason"]))
+            for key, r in sorted(self.results.items())
+            if key.startswith("preserve[")
+        ]
         self.disposition = gate(outcomes)
         self.ledger.append(
             "disposition",
@@ -401,6 +534,8 @@ class Critic22Plugin:
                 ledger=str(self.ledger.path),
                 base=self.base_commit,
                 notes=self.notes,
+                preservation=self.preservation,
+                engage=self.engage_decision,
             )
             path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
 
@@ -415,6 +550,7 @@ class Critic22Plugin:
             self.disposition,
             ledger=str(self.ledger.path),
             notes=self.notes,
+            preservation=self.preservation,
         ):
             terminalreporter.line(line)
 
@@ -430,6 +566,21 @@ class Critic22Plugin:
             return
         self._cleaned = True
         self.trees.remove_all()
+
+
+def _is_nodeid(text: str) -> bool:
+    head = text.strip().split("::", 1)[0]
+    return head.endswith(".py") and " " not in text.strip()
+
+
+def _group_by_file(tests: list[str]) -> dict[str, list[str]]:
+    """One preservation group per test file, in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for test in tests:
+        groups.setdefault(test.split("::", 1)[0], [])
+        if test not in groups[test.split("::", 1)[0]]:
+            groups[test.split("::", 1)[0]].append(test)
+    return groups
 
 
 def _resolve_base(repo: Path, rev: str) -> str:

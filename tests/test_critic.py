@@ -49,6 +49,7 @@ def run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
         f"--critic22-api-base={url}",
         "--critic22-only",
         "--critic22-reruns=1",
+        "--critic22-preservation=off",  # this patch's regression would be caught without a critic
         f"--critic22-report={pytester.path.parent / 'report.json'}",
         *extra,
     )
@@ -201,6 +202,7 @@ def test_a_saved_trace_replays_to_the_same_outcomes(pytester: pytest.Pytester, r
         f"--critic22-findings={response}",
         "--critic22-only",
         "--critic22-reruns=1",
+        "--critic22-preservation=off",
         f"--critic22-report={pytester.path.parent / 'report.json'}",
     )
     replayed = report_of(pytester)

@@ -189,6 +189,7 @@ def test_a_hung_critic_test_is_inconclusive_and_secrets_stay_out(
         f"--critic22-findings={findings}",
         "--critic22-only",
         "--critic22-timeout=3",
+        "--critic22-preservation=off",
         "-rs",
     )
     assert time.monotonic() - start < 90
@@ -213,7 +214,9 @@ def test_permuting_confidences_changes_no_outcome_end_to_end(pytester: pytest.Py
         "--critic22-reruns=1",
         f"--critic22-report={repo.parent / 'r.json'}",
     )
-    result.assert_outcomes(failed=2, passed=1)  # the repository's own tests: not collected
+    # --critic22-only: the repository's own tests are not collected; the preservation group
+    # (its regression caught without any critic) and F1, F2 fail, F3 passes.
+    result.assert_outcomes(failed=3, passed=1)
     document = json.loads((repo.parent / "r.json").read_text())
     assert {f["id"]: f["outcome"]["status"] for f in document["findings"]} == {
         "F1": "verified",
@@ -265,7 +268,12 @@ def test_a_checkout_with_the_patch_applied_is_noticed(pytester: pytest.Pytester)
 
 def test_generated_items_work_with_k_x_lf_v_and_junitxml(pytester: pytest.Pytester) -> None:
     make_sample(pytester, "textstats")
-    args = [*case_args("textstats", "median-drops-guard"), "--critic22-only", "--critic22-reruns=1"]
+    args = [
+        *case_args("textstats", "median-drops-guard"),
+        "--critic22-only",
+        "--critic22-reruns=1",
+        "--critic22-preservation=off",
+    ]
     first = pytester.runpytest_subprocess(*args, "-x", "-v", "--junitxml=j.xml")
     first.assert_outcomes(failed=1)  # -x: stopped at the first verified defect
     first.stdout.fnmatch_lines(["patch.diff::F1[[]e2[]] FAILED*"])

@@ -38,6 +38,7 @@ def test_sample_case_gives_the_expected_outcomes(
     document = json.loads(report.read_text())
     assert document["disposition"]["verdict"] == want["verdict"]
     assert {f["id"]: f["outcome"]["status"] for f in document["findings"]} == want["findings"]
+    assert {p["group"]: p["outcome"] for p in document["preservation"]} == want["preservation"]
     assert document["counts"]["rejected"] == want["rejected"]
     assert document["counts"]["downgraded"] == want["downgraded"]
     assert set(document["findings"][0]["finding"]) == {

@@ -1,0 +1,562 @@
+"""Impact evidence: a libcst code graph of what the patch touches.
+
+Pure: sources in, facts out. Each file is scanned on its own into :class:`FileFacts`
+(definitions, imports, references), which depend only on the file's path and text, so
+they can be cached by content digest; the graph is then resolved across files.
+
+References are resolved through imports (``import a.b as c``, ``from a import b as c``),
+through ``self`` inside a class, and through local instances (``x = Cls(...)`` then
+``x.method()``) — not by bare name matching alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+__all__ = [
+    "FACTS_VERSION",
+    "Definition",
+    "FileFacts",
+    "Reference",
+    "SymbolImpact",
+    "blast_radius",
+    "edit_impact",
+    "facts_digest",
+    "facts_from_dict",
+    "facts_to_dict",
+    "is_test_path",
+    "module_name",
+    "scan_file",
+    "statement_lines",
+]
+
+FACTS_VERSION = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    qualname: str  # within the module: "f", "Cls", "Cls.method"
+    kind: str  # "function" | "class"
+    start: int
+    end: int
+    signature: str  # "f(a, b=1, *, c)"; "" for classes
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    target: str  # a fully qualified name, best effort: "pkg.mod.Cls.method"
+    line: int
+    scope: str  # qualname of the enclosing function/class ("" at module level)
+    kind: str  # "call" | "attribute" | "name" | "import"
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    path: str
+    module: str
+    definitions: tuple[Definition, ...] = ()
+    references: tuple[Reference, ...] = ()
+    parse_error: str = ""
+    exports: tuple[tuple[str, str], ...] = ()  # module-level imports: (local name, target)
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolImpact:
+    name: str  # fully qualified
+    kind: str
+    signature: str
+    signature_before: str
+    public: bool
+    callers: tuple[str, ...] = ()  # "path:line"
+    tests: tuple[str, ...] = ()  # test node ids
+
+    @property
+    def signature_changed(self) -> bool:
+        return bool(self.signature_before) and self.signature != self.signature_before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "signature": self.signature,
+            "signature_changed": self.signature_changed,
+            "public": self.public,
+            "callers": list(self.callers),
+            "tests": list(self.tests),
+        }
+
+
+def module_name(path: str) -> str:
+    """``src/pkg/mod.py`` -> ``pkg.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    parts = path.replace("\\", "/").split("/")
+    if parts and parts[0] in ("src", "lib") and len(parts) > 1:
+        parts = parts[1:]
+    if parts[-1].endswith(".py"):
+        parts[-1] = parts[-1][:-3]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(p for p in parts if p)
+
+
+def is_test_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or "/tests/" in f"/{path}"
+        or "/test/" in f"/{path}"
+    )
+
+
+def facts_digest(path: str, source: str) -> str:
+    material = f"{FACTS_VERSION}\0{path}\0{source}".encode("utf-8", "surrogateescape")
+    return hashlib.sha256(material).hexdigest()
+
+
+def scan_file(path: str, source: str) -> FileFacts:
+    """Definitions, and references resolved as far as this one file allows."""
+    module = module_name(path)
+    try:
+        tree = cst.parse_module(source)
+    except Exception as exc:  # libcst raises its own ParserSyntaxError; any failure: list it
+        first = (str(exc).strip().splitlines() or ["parse error"])[0]
+        return FileFacts(path, module, parse_error=first[:200])
+    wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+    collector = _Collector(module, path)
+    wrapper.visit(collector)
+    # One node can be seen as a call, an attribute and a name: keep one reference per place.
+    unique: dict[tuple[str, int, str], Reference] = {}
+    for ref in collector.references:
+        unique.setdefault((ref.target, ref.line, ref.scope), ref)
+    return FileFacts(
+        path,
+        module,
+        tuple(collector.definitions),
+        tuple(unique.values()),
+        exports=tuple(sorted(collector.exports.items())),
+    )
+
+
+def facts_to_dict(facts: FileFacts) -> dict[str, Any]:
+    return {
+        "path": facts.path,
+        "module": facts.module,
+        "parse_error": facts.parse_error,
+        "definitions": [
+            [d.qualname, d.kind, d.start, d.end, d.signature] for d in facts.definitions
+        ],
+        "references": [[r.target, r.line, r.scope, r.kind] for r in facts.references],
+        "exports": [list(e) for e in facts.exports],
+    }
+
+
+def facts_from_dict(data: Mapping[str, Any]) -> FileFacts:
+    return FileFacts(
+        path=data["path"],
+        module=data["module"],
+        parse_error=data.get("parse_error", ""),
+        definitions=tuple(Definition(*d) for d in data["definitions"]),
+        references=tuple(Reference(*r) for r in data["references"]),
+        exports=tuple((a, b) for a, b in data.get("exports", [])),
+    )
+
+
+def enclosing(facts: FileFacts, lines: Iterable[int]) -> list[Definition]:
+    """The innermost function (or else class) around each line, in first-seen order."""
+    found: dict[str, Definition] = {}
+    for line in sorted(set(lines)):
+        around = [d for d in facts.definitions if d.start <= line <= d.end]
+        if not around:
+            continue
+        functions = [d for d in around if d.kind == "function"]
+        pool = functions or around
+        innermost = max(pool, key=lambda d: (d.start, -d.end))
+        found.setdefault(innermost.qualname, innermost)
+    return list(found.values())
+
+
+def edit_impact(
+    path: str,
+    base: FileFacts | None,
+    patched: FileFacts | None,
+    removed_lines: Sequence[int],
+    added_lines: Sequence[int],
+    graph: Mapping[str, FileFacts],
+) -> list[SymbolImpact]:
+    """The symbols one edit touches, with callers and tests across the (patched) repository."""
+    before = {d.qualname: d for d in (enclosing(base, removed_lines) if base else [])}
+    after = {d.qualname: d for d in (enclosing(patched, added_lines) if patched else [])}
+    all_before = {d.qualname: d for d in base.definitions} if base else {}
+    all_after = {d.qualname: d for d in patched.definitions} if patched else {}
+    known = patched or base
+    module = known.module if known is not None else module_name(path)
+    out = []
+    for qualname in list(after) + [q for q in before if q not in after]:
+        now = after.get(qualname) or all_after.get(qualname)
+        then = before.get(qualname) or all_before.get(qualname)
+        definition = now or then
+        assert definition is not None
+        full = f"{module}.{qualname}" if module else qualname
+        callers, tests = _callers(full, definition.kind, graph, exclude=(path, definition))
+        out.append(
+            SymbolImpact(
+                name=full,
+                kind=definition.kind,
+                signature=now.signature if now else "(removed)",
+                signature_before=then.signature if then else "",
+                public=_is_public(module, qualname),
+                callers=tuple(callers),
+                tests=tuple(tests),
+            )
+        )
+    return out
+
+
+def blast_radius(impacts: Mapping[str, Sequence[SymbolImpact]], files: int) -> dict[str, int]:
+    symbols = {s.name for items in impacts.values() for s in items}
+    callers = {c for items in impacts.values() for s in items for c in s.callers}
+    modules = {name.rsplit(".", 1)[0] for name in symbols}
+    modules |= {c.split(":", 1)[0] for c in callers}
+    return {
+        "edits": len(impacts),
+        "files": files,
+        "symbols": len(symbols),
+        "callers": len(callers),
+        "modules": len(modules),
+    }
+
+
+def statement_lines(source: str) -> dict[int, int]:
+    """Each line -> the first line of the innermost statement holding it.
+
+    Coverage reports a multi-line statement at its first line; an added line in the
+    middle of one is covered when that first line is.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    mapping: dict[int, int] = {}
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                body_start = _body_start(child)
+                last = (body_start - 1) if body_start else (child.end_lineno or child.lineno)
+                for line in range(child.lineno, max(child.lineno, last) + 1):
+                    mapping[line] = child.lineno
+            visit(child)
+
+    visit(tree)
+    return mapping
+
+
+def _body_start(node: ast.stmt) -> int | None:
+    bodies = [getattr(node, name, None) for name in ("body", "handlers", "orelse", "finalbody")]
+    starts = [b[0].lineno for b in bodies if isinstance(b, list) and b and hasattr(b[0], "lineno")]
+    return min(starts) if starts else None
+
+
+def _is_public(module: str, qualname: str) -> bool:
+    parts = [*module.split("."), *qualname.split(".")]
+    return not any(p.startswith("_") and not p.startswith("__") for p in parts if p) and not any(
+        is_test_path(p) for p in [module.replace(".", "/") + ".py"]
+    )
+
+
+def _callers(
+    full: str, kind: str, graph: Mapping[str, FileFacts], exclude: tuple[str, Definition]
+) -> tuple[list[str], list[str]]:
+    path, definition = exclude
+    exports = _exports(graph)
+    callers: list[str] = []
+    tests: list[str] = []
+    for other_path in sorted(graph):
+        facts = graph[other_path]
+        for ref in facts.references:
+            target = _canonical(ref.target, exports)
+            if target != full and not (kind == "class" and target.startswith(full + ".")):
+                continue
+            if other_path == path and definition.start <= ref.line <= definition.end:
+                continue  # its own body (recursion, self-references) is not a caller
+            label = f"{other_path}:{ref.line}"
+            if label not in callers:
+                callers.append(label)
+            if is_test_path(other_path) and ref.scope:
+                test = _test_nodeid(other_path, ref.scope)
+                if test and test not in tests:
+                    tests.append(test)
+    return callers, tests
+
+
+def _exports(graph: Mapping[str, FileFacts]) -> dict[str, str]:
+    """Names a module re-exports (``from .stats import mean`` in ``pkg/__init__.py``)."""
+    out: dict[str, str] = {}
+    for facts in graph.values():
+        for local, target in facts.exports:
+            name = f"{facts.module}.{local}" if facts.module else local
+            if name != target:
+                out[name] = target
+    return out
+
+
+def _canonical(target: str, exports: Mapping[str, str]) -> str:
+    """Follow re-exports, on the longest dotted prefix first, a bounded number of times."""
+    for _ in range(8):
+        parts = target.split(".")
+        for cut in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:cut])
+            if prefix in exports:
+                target = ".".join([exports[prefix], *parts[cut:]])
+                break
+        else:
+            return target
+    return target
+
+
+def _test_nodeid(path: str, scope: str) -> str | None:
+    parts = scope.split(".")
+    # The test is the outermost test function, or a test method of a Test class.
+    if parts[0].startswith("test"):
+        return f"{path}::{parts[0]}"
+    if len(parts) >= 2 and parts[0].startswith("Test") and parts[1].startswith("test"):
+        return f"{path}::{parts[0]}::{parts[1]}"
+    return None
+
+
+@dataclass
+class _Scope:
+    qualname: str
+    kind: str  # "module" | "class" | "function"
+    instances: dict[str, str] = field(default_factory=dict)  # local name -> class target
+
+
+class _Collector(cst.CSTVisitor):
+    """One pass: definitions with positions, imports as aliases, resolved references."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, module: str, path: str) -> None:
+        super().__init__()
+        self.module = module
+        self.path = path
+        self.package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+        self.aliases: dict[str, str] = {}
+        self.local_defs: dict[str, str] = {}
+        self.definitions: list[Definition] = []
+        self.references: list[Reference] = []
+        self.scopes: list[_Scope] = [_Scope("", "module")]
+        self.exports: dict[str, str] = {}
+
+    # -- positions --------------------------------------------------------------------
+    def _range(self, node: Any) -> tuple[int, int]:
+        pos = self.get_metadata(PositionProvider, node)
+        return pos.start.line, pos.end.line
+
+    def _line(self, node: Any) -> int:
+        return int(self.get_metadata(PositionProvider, node).start.line)
+
+    # -- definitions --------------------------------------------------------------------
+    def visit_ClassDef(self, node: Any) -> None:
+        qual = self._qual(node.name.value)
+        start, end = self._range(node)
+        self.definitions.append(Definition(qual, "class", start, end, ""))
+        if len(self.scopes) == 1:
+            self.local_defs[node.name.value] = f"{self.module}.{qual}"
+        self.scopes.append(_Scope(qual, "class"))
+
+    def leave_ClassDef(self, original_node: Any) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: Any) -> None:
+        qual = self._qual(node.name.value)
+        start, end = self._range(node)
+        self.definitions.append(
+            Definition(qual, "function", start, end, f"{node.name.value}({_params(node.params)})")
+        )
+        if len(self.scopes) == 1:
+            self.local_defs[node.name.value] = f"{self.module}.{qual}"
+        self.scopes.append(_Scope(qual, "function"))
+
+    def leave_FunctionDef(self, original_node: Any) -> None:
+        self.scopes.pop()
+
+    def _qual(self, name: str) -> str:
+        outer = self.scopes[-1].qualname
+        return f"{outer}.{name}" if outer else name
+
+    # -- imports --------------------------------------------------------------------------
+    def visit_Import(self, node: Any) -> None:
+        for alias in node.names:
+            target = _dotted(alias.name)
+            if alias.asname is not None:
+                self.aliases[_dotted(alias.asname.name)] = target
+            else:
+                head = target.split(".")[0]
+                self.aliases[head] = head
+            if alias.asname is not None and len(self.scopes) == 1:
+                self.exports[_dotted(alias.asname.name)] = target
+
+    def visit_ImportFrom(self, node: Any) -> None:
+        base = _dotted(node.module) if node.module is not None else ""
+        level = len(node.relative)
+        if level:
+            package = self.package.split(".") if self.package else []
+            package = package[: len(package) - (level - 1)] if level > 1 else package
+            base = ".".join([*package, base] if base else package)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = _dotted(alias.asname.name) if alias.asname is not None else name
+            target = f"{base}.{name}" if base else name
+            self.aliases[local] = target
+            if len(self.scopes) == 1:
+                self.exports[local] = target
+            self.references.append(Reference(target, self._line(node), self._scope(), "import"))
+
+    # -- references ------------------------------------------------------------------------
+    def visit_Assign(self, node: Any) -> None:
+        value = node.value
+        if isinstance(value, cst.Call):
+            target = self._resolve(value.func)
+            if target and target.rpartition(".")[2][:1].isupper():
+                for assign in node.targets:
+                    if isinstance(assign.target, cst.Name):
+                        self.scopes[-1].instances[assign.target.value] = target
+
+    def visit_Call(self, node: Any) -> None:
+        target = self._resolve(node.func)
+        if target:
+            self.references.append(Reference(target, self._line(node), self._scope(), "call"))
+
+    def visit_Attribute(self, node: Any) -> None:
+        target = self._resolve(node)
+        if target and target.count(".") >= 1:
+            self.references.append(Reference(target, self._line(node), self._scope(), "attribute"))
+
+    def visit_Name(self, node: Any) -> None:
+        name = node.value
+        if name in self.aliases and self.aliases[name] != name:
+            self.references.append(
+                Reference(self.aliases[name], self._line(node), self._scope(), "name")
+            )
+
+    def _scope(self) -> str:
+        for scope in reversed(self.scopes):
+            if scope.kind in ("function", "class"):
+                return scope.qualname
+        return ""
+
+    def _resolve(self, expr: Any) -> str | None:
+        if isinstance(expr, cst.Name):
+            name = expr.value
+            for scope in reversed(self.scopes):
+                if name in scope.instances:
+                    return scope.instances[name]
+            if name in self.aliases:
+                return self.aliases[name]
+            if name in self.local_defs:
+                return self.local_defs[name]
+            return None
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                cls = self._enclosing_class()
+                return f"{self.module}.{cls}.{expr.attr.value}" if cls else None
+            owner = self._resolve(expr.value)
+            return f"{owner}.{expr.attr.value}" if owner else None
+        if isinstance(expr, cst.Call):
+            owner = self._resolve(expr.func)  # Cls().method: an instance of Cls
+            return owner
+        return None
+
+    def _enclosing_class(self) -> str | None:
+        for scope in reversed(self.scopes):
+            if scope.kind == "class":
+                return scope.qualname
+        return None
+
+
+def _dotted(node: Any) -> str:
+    if isinstance(node, cst.Name):
+        return str(node.value)
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _params(params: Any) -> str:
+    def one(param: Any, prefix: str = "") -> str:
+        text = prefix + str(param.name.value)
+        if param.default is not None:
+            text += "=" + cst.Module([]).code_for_node(param.default)
+        return text
+
+    parts = [one(p) for p in params.posonly_params]
+    if params.posonly_params:
+        parts.append("/")
+    parts += [one(p) for p in params.params]
+    star = params.star_arg
+    if isinstance(star, cst.Param):
+        parts.append(one(star, "*"))
+    elif params.kwonly_params:
+        parts.append("*")
+    parts += [one(p) for p in params.kwonly_params]
+    if params.star_kwarg is not None:
+        parts.append(one(params.star_kwarg, "**"))
+    return ", ".join(parts)
+
+
+def bound_evidence(evidence: Mapping[str, Any], budget: int) -> tuple[dict[str, Any], str]:
+    """Shrink evidence to ``budget`` characters of canonical JSON, deterministically.
+
+    Lists of callers and tests are cut to ever shorter prefixes first; if that is not
+    enough, per-edit detail goes and the blast radius stays. Returns the evidence and a
+    note of what was cut ("" when nothing was).
+    """
+    import json
+
+    def size(value: Mapping[str, Any]) -> int:
+        return len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+    if size(evidence) <= budget:
+        return dict(evidence), ""
+    for cap in (20, 10, 5, 2, 0):
+        cut = _cap_lists(evidence, cap)
+        if size(cut) <= budget:
+            cut["truncated"] = f"callers and tests cut to at most {cap} per symbol"
+            return cut, cut["truncated"]
+    slim = {
+        "blast_radius": evidence.get("blast_radius", {}),
+        "truncated": "per-edit detail dropped to fit the packet size limit",
+    }
+    return slim, slim["truncated"]
+
+
+def _cap_lists(evidence: Mapping[str, Any], cap: int) -> dict[str, Any]:
+    out = dict(evidence)
+    edits = {}
+    for edit_id, detail in evidence.get("edits", {}).items():
+        symbols = []
+        for symbol in detail.get("symbols", []):
+            trimmed = dict(symbol)
+            for key in ("callers", "tests"):
+                items = list(symbol.get(key, []))
+                if len(items) > cap:
+                    trimmed[key] = items[:cap]
+                    trimmed[f"{key}_omitted"] = len(items) - cap
+            symbols.append(trimmed)
+        edits[edit_id] = {**detail, "symbols": symbols}
+    out["edits"] = edits
+    tests = list(evidence.get("preservation_tests", []))
+    if len(tests) > cap:
+        out["preservation_tests"] = tests[:cap]
+    return out
