@@ -106,7 +106,7 @@ def gather_impact(
                 on_base = test_path in base_graph and _defined(base_graph[test_path], test)
                 if on_base and test not in preservation:
                     preservation.append(test)
-    radius = blast_radius(symbols, files=len(patch.files))
+    radius = blast_radius(symbols, files=len(patch.files), edited=[e.path for e in patch.edits])
     unparsed = tuple(sorted(p for p, f in patched_graph.items() if f.parse_error))
     evidence = {
         "edits": edits,

@@ -1,7 +1,9 @@
 """Running git: every command with the user's configuration neutralised where it matters.
 
-No pager, no colour, no external diff, no mnemonic or missing prefixes, no hooks, no
-line-ending conversion, no prompts: our commands mean the same on every machine.
+No pager, no colour, no mnemonic or missing prefixes, no hooks, no line-ending
+conversion, no prompts: our commands mean the same on every machine. (An external diff
+is switched off per command with --no-ext-diff: ``-c diff.external=`` makes git try to
+run an empty command.)
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ __all__ = ["GitError", "commit_all", "git", "git_env", "head_commit", "init_repo
 _OVERRIDES = (
     "core.pager=cat",
     "color.ui=false",
-    "diff.external=",
     "diff.noprefix=false",
     "diff.mnemonicPrefix=false",
     "diff.renames=true",

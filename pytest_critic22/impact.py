@@ -220,11 +220,13 @@ def edit_impact(
     return out
 
 
-def blast_radius(impacts: Mapping[str, Sequence[SymbolImpact]], files: int) -> dict[str, int]:
+def blast_radius(
+    impacts: Mapping[str, Sequence[SymbolImpact]], files: int, edited: Iterable[str] = ()
+) -> dict[str, int]:
+    """Counts of what the patch reaches; ``modules`` are the edited and the calling files."""
     symbols = {s.name for items in impacts.values() for s in items}
     callers = {c for items in impacts.values() for s in items for c in s.callers}
-    modules = {name.rsplit(".", 1)[0] for name in symbols}
-    modules |= {c.split(":", 1)[0] for c in callers}
+    modules = {p for p in edited if p.endswith(".py")} | {c.split(":", 1)[0] for c in callers}
     return {
         "edits": len(impacts),
         "files": files,
@@ -384,7 +386,14 @@ class _Collector(cst.CSTVisitor):
         )
         if len(self.scopes) == 1:
             self.local_defs[node.name.value] = f"{self.module}.{qual}"
-        self.scopes.append(_Scope(qual, "function"))
+        scope = _Scope(qual, "function")
+        # A parameter annotated with a class is an instance of it: ``def f(inv: Stock)``.
+        for param in [*node.params.params, *node.params.kwonly_params]:
+            if param.annotation is not None:
+                target = self._resolve(param.annotation.annotation)
+                if target and target.rpartition(".")[2][:1].isupper():
+                    scope.instances[param.name.value] = target
+        self.scopes.append(scope)
 
     def leave_FunctionDef(self, original_node: Any) -> None:
         self.scopes.pop()
@@ -496,6 +505,8 @@ def _dotted(node: Any) -> str:
 def _params(params: Any) -> str:
     def one(param: Any, prefix: str = "") -> str:
         text = prefix + str(param.name.value)
+        if param.annotation is not None:
+            text += ": " + cst.Module([]).code_for_node(param.annotation.annotation)
         if param.default is not None:
             text += "=" + cst.Module([]).code_for_node(param.default)
         return text
