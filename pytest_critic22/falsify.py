@@ -30,9 +30,10 @@ __all__ = [
 ProcedureKind = Literal["test", "counterfactual", "static", "trace"]
 KINDS: tuple[ProcedureKind, ...] = ("test", "counterfactual", "static", "trace")
 
-#: Kinds this version can run. static and trace are parsed and routed, but until their
-#: runners exist a finding that needs them is downgraded with that reason.
-EXECUTABLE_KINDS: frozenset[str] = frozenset({"test", "counterfactual"})
+#: Kinds this version can run. Whether a particular ``static:`` check applies to a patch
+#: (a known check, arguments that name something in it) is decided against the trees, by
+#: the validator the session hands to the finding parser.
+EXECUTABLE_KINDS: frozenset[str] = frozenset(KINDS)
 
 _PREFIX = re.compile(r"^\s*(test|counterfactual|static|trace)\s*:", re.IGNORECASE)
 _REPAIR = re.compile(r"^repair:\s*$", re.MULTILINE)

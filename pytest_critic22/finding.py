@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from pytest_critic22.diffparse import WHOLE_PATCH
-from pytest_critic22.falsify import route
+from pytest_critic22.falsify import Procedure, route
 
 __all__ = [
     "FIELDS",
@@ -145,8 +145,15 @@ def _loads_lenient(text: str) -> Any:
     return _NOTHING
 
 
+Validator = Callable[[ReviewFinding, Procedure], "str | None"]
+
+
 def parse_findings(
-    raw: str, locations: Collection[str], *, max_findings: int | None = None
+    raw: str,
+    locations: Collection[str],
+    *,
+    max_findings: int | None = None,
+    validate: Validator | None = None,
 ) -> ParseResult:
     """Deterministic schema enforcement over raw critic output.
 
@@ -155,12 +162,18 @@ def parse_findings(
     records, error = extract_records(raw)
     if records is None:
         return ParseResult(findings=(), error=error)
-    return parse_records(records, locations, max_findings=max_findings)
+    return parse_records(records, locations, max_findings=max_findings, validate=validate)
 
 
 def parse_records(
-    records: list[Any], locations: Collection[str], *, max_findings: int | None = None
+    records: list[Any],
+    locations: Collection[str],
+    *,
+    max_findings: int | None = None,
+    validate: Validator | None = None,
 ) -> ParseResult:
+    """``validate`` says why an executable procedure cannot run on this patch (a static
+    check's arguments naming nothing in it); such a blocking finding is downgraded."""
     allowed = set(locations) | {WHOLE_PATCH}
     accepted: list[ReviewFinding] = []
     rejected: list[Rejected] = []
@@ -182,9 +195,12 @@ def parse_records(
             continue
         if finding.severity == "blocking":
             found = route(finding.falsification)
-            if not found.executable:
+            reason = found.reason
+            if found.procedure is not None and validate is not None:
+                reason = validate(finding, found.procedure) or ""
+            if not found.executable or reason:
                 finding = replace(finding, severity="advisory")
-                downgraded.append(Downgraded(index, finding, found.reason))
+                downgraded.append(Downgraded(index, finding, reason))
         accepted.append(finding)
     return ParseResult(tuple(accepted), tuple(rejected), tuple(downgraded), tuple(dropped))
 

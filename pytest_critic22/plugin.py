@@ -12,6 +12,12 @@ import pytest
 PLUGIN_NAME = "critic22-session"
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_critic22 import hooks
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("critic22", "critic22: adversarial review of a candidate patch")
     group.addoption(

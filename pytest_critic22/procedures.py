@@ -6,8 +6,10 @@ the trees, writes the critic's test into them, and runs pytest there.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,285 @@ def execute_preservation(
         f"({len(confirmations)}/{len(confirmations)} runs){note}",
     )
     return FindingResult(group_id, outcome, "base", logs)
+
+
+# -- static: deterministic checks over base and patched sources -----------------------------
+
+
+def located_edits(finding: ReviewFinding, patch: ParsedPatch) -> list[Any]:
+    if finding.location == WHOLE_PATCH:
+        return list(patch.edits)
+    return [patch.edit(finding.location)]
+
+
+def static_inputs(
+    finding: ReviewFinding, patch: ParsedPatch, base: Path, patched: Path
+) -> tuple[list[Any], dict[str, str]]:
+    """The located edit(s) as FileChanges, and every Python source of the patched tree."""
+    from pytest_critic22.checks import FileChange
+    from pytest_critic22.evidence import python_files
+
+    grouped: dict[str, dict[str, Any]] = {}
+    for edit in located_edits(finding, patch):
+        entry = grouped.setdefault(
+            edit.path,
+            {"old": edit.old_path, "new": edit.new_path, "added": set(), "removed": set()},
+        )
+        entry["added"].update(edit.added_lines)
+        entry["removed"].update(edit.removed_lines)
+    changes = []
+    for path, entry in grouped.items():
+        changes.append(
+            FileChange(
+                path=path,
+                base_source=_read(base, entry["old"]),
+                patched_source=_read(patched, entry["new"]),
+                added_lines=frozenset(entry["added"]),
+                removed_lines=frozenset(entry["removed"]),
+            )
+        )
+    sources = {p: text for p in python_files(patched) if (text := _read(patched, p)) is not None}
+    return changes, sources
+
+
+def static_reason(
+    finding: ReviewFinding, procedure: Procedure, patch: ParsedPatch, trees: TreeSet, registry: Any
+) -> str | None:
+    """Why a ``static:`` procedure cannot run on this patch (None: it can)."""
+    from pytest_critic22.checks import not_executable_reason
+
+    if procedure.check == TYPE_ERRORS:
+        import importlib.util
+
+        if importlib.util.find_spec("mypy") is None:
+            return "static: type-errors needs mypy, which is not installed"
+        return None if not procedure.args else "static: type-errors takes no arguments"
+    if registry.get(procedure.check) is None:
+        known = ", ".join(sorted([*registry.names(), TYPE_ERRORS]))
+        return f"static: unknown check {procedure.check!r} (known: {known})"
+    try:
+        base = trees.get(Variant.base())
+        patched = trees.get(Variant.patched(patch))
+    except TreeError as exc:
+        return f"static: {exc}"
+    changes, sources = static_inputs(finding, patch, base, patched)
+    reason = not_executable_reason(procedure.check, procedure.args, changes, sources, registry)
+    return f"static: {reason}" if reason else None
+
+
+TYPE_ERRORS = "type-errors"
+
+
+def execute_static(
+    finding_id: str,
+    finding: ReviewFinding,
+    procedure: Procedure,
+    ctx: ExecutionContext,
+    registry: Any,
+) -> FindingResult:
+    from pytest_critic22.checks import run_check
+
+    logs: dict[str, Any] = {"procedure": "static", "check": procedure.check}
+    try:
+        base = ctx.trees.get(Variant.base())
+        patched = ctx.trees.get(Variant.patched(ctx.patch))
+    except TreeError as exc:
+        return FindingResult(finding_id, Outcome("inconclusive", str(exc)), "base", logs)
+    changes, sources = static_inputs(finding, ctx.patch, base, patched)
+    if procedure.check == TYPE_ERRORS:
+        hits, error = _type_errors(ctx, changes, base, patched)
+        if error:
+            logs["error"] = error
+            return FindingResult(finding_id, Outcome("inconclusive", error), "base", logs)
+    else:
+        hits = [
+            f"{h.path}:{h.line}: {h.message}"
+            for h in run_check(procedure.check, procedure.args, changes, sources, registry)
+        ]
+    logs["hits"] = hits
+    if hits:
+        outcome = Outcome(
+            "verified",
+            f"{procedure.check} reports {len(hits)} hit(s) the located edit introduces: "
+            + "; ".join(hits[:5]),
+        )
+    else:
+        outcome = Outcome("refuted", f"{procedure.check} finds nothing the located edit introduces")
+    return FindingResult(finding_id, outcome, "base", logs)
+
+
+_MYPY_LINE = re.compile(r"^(?P<path>[^:\n]+\.py):(?P<line>\d+): error: (?P<msg>.*)$")
+
+
+def _type_errors(
+    ctx: ExecutionContext, changes: Sequence[Any], base: Path, patched: Path
+) -> tuple[list[str], str]:
+    """Differential mypy: errors on patched at the edit's lines that base does not have."""
+    from pytest_critic22.runner import spawn_python
+
+    def errors(tree: Path, files: list[str]) -> tuple[list[tuple[str, int, str]], str]:
+        if not files:
+            return [], ""
+        code, out, _ = spawn_python(
+            tree,
+            [
+                "-m",
+                "mypy",
+                "--no-incremental",
+                "--cache-dir=/dev/null",
+                "--follow-imports=silent",
+                "--ignore-missing-imports",
+                "--no-error-summary",
+                "--no-pretty",
+                "--show-error-codes",
+                *files,
+            ],
+            timeout=ctx.timeout,
+            pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+        )
+        if code is None:
+            return [], "type-errors: mypy timed out"
+        if code not in (0, 1):
+            return [], f"type-errors: mypy failed ({code}): {out.strip().splitlines()[-1:]}"
+        found = []
+        for line in out.splitlines():
+            match = _MYPY_LINE.match(line.strip())
+            if match:
+                found.append((match["path"], int(match["line"]), match["msg"]))
+        return found, ""
+
+    patched_files = [c.path for c in changes if c.patched_source is not None]
+    base_files = [c.path for c in changes if c.base_source is not None]
+    after, error = errors(patched, patched_files)
+    if error:
+        return [], error
+    before, error = errors(base, base_files)
+    if error:
+        return [], error
+    known = {(path, msg) for path, _, msg in before}
+    added = {c.path: c.added_lines for c in changes}
+    return [
+        f"{path}:{line}: {msg}"
+        for path, line, msg in after
+        if line in added.get(path, frozenset()) and (path, msg) not in known
+    ], ""
+
+
+def _read(tree: Path, path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return (tree / path).read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+
+
+# -- trace: replay a test many times on both trees under a tracer ----------------------------
+
+
+def execute_trace(
+    finding_id: str, finding: ReviewFinding, procedure: Procedure, ctx: ExecutionContext
+) -> FindingResult:
+    """Replays on patched and on the counterfactual, in parallel within the CPU cap, with a
+    tiny switch interval and a different hash seed per run, all within the procedure timeout.
+
+    verified: at least one failure on patched and none on the counterfactual.
+    """
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_critic22.tracediff import pick_passing, read_trace
+
+    variant = counterfactual_variant(finding, procedure, ctx.patch)
+    logs: dict[str, Any] = {"procedure": "trace", "repeat": procedure.repeat}
+    try:
+        patched = ctx.trees.get(Variant.patched(ctx.patch))
+        counter = ctx.trees.get(variant)
+    except TreeError as exc:
+        return FindingResult(finding_id, Outcome("inconclusive", str(exc)), variant.name, logs)
+    files = sorted({e.path for e in located_edits(finding, ctx.patch) if e.path.endswith(".py")})
+    deadline = time.monotonic() + ctx.timeout
+    with tempfile.TemporaryDirectory(prefix="critic22-trace-") as tmp:
+
+        def replay(tree: Path, label: str, seed: int) -> tuple[RunResult, Path]:
+            out = Path(tmp) / f"{label}-{seed}.jsonl"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return RunResult("error", "the procedure's time ran out", None, 0.0), out
+            with cpu_slot(ctx.slot_dir, ctx.slots):
+                result = run_pytest(
+                    tree,
+                    list(procedure.nodeids),
+                    timeout=remaining,
+                    pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+                    plugins=["pytest_critic22.tracer"],
+                    extra_env={
+                        "PYTHONHASHSEED": str(seed),
+                        "CRITIC22_TRACE_OUT": str(out),
+                        "CRITIC22_TRACE_FILES": os.pathsep.join(str(tree / f) for f in files),
+                        "CRITIC22_SWITCH_INTERVAL": "1e-6",
+                    },
+                )
+            return result, out
+
+        jobs = [(patched, "patched", seed) for seed in range(1, procedure.repeat + 1)]
+        jobs += [(counter, "counterfactual", seed) for seed in range(1, procedure.repeat + 1)]
+        with ThreadPoolExecutor(max_workers=max(1, ctx.slots)) as pool:
+            done = list(pool.map(lambda job: replay(*job), jobs))
+        patched_runs = done[: procedure.repeat]
+        counter_runs = done[procedure.repeat :]
+        summary = {
+            "patched": _tally(r for r, _ in patched_runs),
+            "counterfactual": _tally(r for r, _ in counter_runs),
+        }
+        logs["runs"] = summary
+        failing_seeds = [
+            seed for seed, (r, _) in enumerate(patched_runs, 1) if r.status == "failed"
+        ]
+        counter_failures = sum(1 for r, _ in counter_runs if r.status == "failed")
+        errors = [r for r, _ in done if r.status == "error"]
+        if errors and not failing_seeds:
+            outcome = Outcome("inconclusive", f"replays did not run: {errors[0].reason}")
+        elif not failing_seeds:
+            outcome = Outcome(
+                "refuted", f"passes all {procedure.repeat} replays on the patched tree"
+            )
+        elif counter_failures or any(r.status == "error" for r, _ in counter_runs):
+            outcome = Outcome(
+                "inconclusive",
+                f"fails on the {variant.name} tree too ({counter_failures} of "
+                f"{procedure.repeat} replays): not shown to come from the located edit",
+            )
+        else:
+            evidence = _divergence(patched_runs, read_trace, pick_passing)
+            logs["divergence"] = evidence
+            outcome = Outcome(
+                "verified",
+                f"fails {len(failing_seeds)} of {procedure.repeat} replays on patched "
+                f"(first failing PYTHONHASHSEED={failing_seeds[0]}) and none of "
+                f"{procedure.repeat} on the {variant.name} tree"
+                + (f"; {evidence}" if evidence else ""),
+            )
+        logs["failing_seeds"] = failing_seeds
+    return FindingResult(finding_id, outcome, variant.name, logs)
+
+
+def _tally(runs: Iterable[RunResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    return counts
+
+
+def _divergence(runs: Sequence[tuple[RunResult, Path]], read_trace: Any, pick_passing: Any) -> str:
+    traces = []
+    for result, path in runs:
+        try:
+            trace = read_trace(path)
+        except (OSError, ValueError):
+            continue
+        traces.append((list(trace.events), result.status == "failed"))
+    pairing = pick_passing(traces)
+    if pairing is None or pairing.divergence is None:
+        return ""
+    return str(pairing.divergence.describe()).split("\n")[0]

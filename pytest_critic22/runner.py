@@ -29,6 +29,7 @@ __all__ = [
     "detect_pythonpath",
     "is_secret_name",
     "run_pytest",
+    "spawn_python",
 ]
 
 _SECRET_WORDS = re.compile(
@@ -129,23 +130,19 @@ def run_pytest(
     memory_bytes: int = 4 << 30,
     max_processes: int = 256,
     env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
     module: Sequence[str] = (),
     plugins: Sequence[str] = (),
 ) -> RunResult:
     """Run ``python -m pytest ARGS`` in ``tree``; never hangs past ``timeout``.
 
     ``module`` wraps pytest (``["coverage", "run", ..., "-m"]`` runs it under coverage);
-    ``plugins`` are extra ``-p`` plugins for the child (our tracer).
+    ``plugins`` are extra ``-p`` plugins for the child (our tracer); ``extra_env`` is
+    added after the environment was cleaned (a hash seed, the tracer's settings).
     """
     with tempfile.TemporaryDirectory(prefix="critic22-run-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        command = [
-            sys.executable,
-            "-c",
-            _LAUNCHER,
-            str(int(timeout) + 5),
-            str(memory_bytes),
-            str(max_processes),
+        python_args = [
             "-m",
             *module,
             "pytest",
@@ -164,35 +161,65 @@ def run_pytest(
             "--color=no",
             *args,
         ]
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            command,
-            cwd=tree,
-            env=clean_env(os.environ if env is None else env, pythonpath),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        code, out, seconds = spawn_python(
+            tree,
+            python_args,
+            timeout=timeout,
+            pythonpath=pythonpath,
+            memory_bytes=memory_bytes,
+            max_processes=max_processes,
+            env=env,
+            extra_env=extra_env,
         )
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out = _drain(proc)
-            return RunResult(
-                "error",
-                f"timed out after {timeout:g}s",
-                None,
-                time.monotonic() - start,
-                output=_tail(out),
-            )
-        except BaseException:  # Ctrl-C and friends: leave no child behind
-            _kill_group(proc)
-            raise
-        finally:
-            _kill_group(proc)  # grandchildren that outlived pytest
-        seconds = time.monotonic() - start
-        return _interpret(proc.returncode, junit, _tail(out), seconds)
+        if code is None:
+            return RunResult("error", f"timed out after {timeout:g}s", None, seconds, output=out)
+        return _interpret(code, junit, out, seconds)
+
+
+def spawn_python(
+    tree: Path,
+    python_args: Sequence[str],
+    *,
+    timeout: float,
+    pythonpath: Sequence[Path],
+    memory_bytes: int = 4 << 30,
+    max_processes: int = 256,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> tuple[int | None, str, float]:
+    """``python ARGS`` in ``tree``, sandboxed: (exit code or None on timeout, output tail, s)."""
+    command = [
+        sys.executable,
+        "-c",
+        _LAUNCHER,
+        str(int(timeout) + 5),
+        str(memory_bytes),
+        str(max_processes),
+        *python_args,
+    ]
+    child_env = clean_env(os.environ if env is None else env, pythonpath)
+    child_env.update(extra_env or {})
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        cwd=tree,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return None, _tail(_drain(proc)), time.monotonic() - start
+    except BaseException:  # Ctrl-C and friends: leave no child behind
+        _kill_group(proc)
+        raise
+    finally:
+        _kill_group(proc)  # grandchildren that outlived the child
+    return proc.returncode, _tail(out), time.monotonic() - start
 
 
 def _interpret(code: int, junit: Path, output: str, seconds: float) -> RunResult:

@@ -74,13 +74,20 @@ def prepare_review(config: pytest.Config) -> Review:
 
 
 def with_findings(
-    config: pytest.Config, review: Review, raw: str, critic: dict[str, Any]
+    config: pytest.Config,
+    review: Review,
+    raw: str,
+    critic: dict[str, Any],
+    validate: Any = None,
 ) -> Review:
     """Parse the critic's raw output (replayed, or from the model) and route each finding."""
     from pytest_critic22.falsify import route
 
     parsed = parse_findings(
-        raw, review.patch.edit_ids, max_findings=config.getoption("critic22_max_findings")
+        raw,
+        review.patch.edit_ids,
+        max_findings=config.getoption("critic22_max_findings"),
+        validate=validate,
     )
     wrapped = []
     for number, finding in enumerate(parsed.findings, 1):
@@ -134,6 +141,7 @@ class Critic22Plugin:
         self._context: Any = None
         self._cleaned = False
         self.raw_findings = "[]"
+        self._checks: Any = None
         self.preservation: dict[str, list[str]] = {}
         self.uncovered: dict[str, list[int]] = {}
         self.coverage_status = ""
@@ -154,9 +162,9 @@ class Critic22Plugin:
         run_id = workerinput.get("critic22_run_id") if workerinput else None
         if workerinput is not None and "critic22_raw" in workerinput:
             # The controller asked the critic; every worker parses the same answer.
-            review = with_findings(
-                config, review, workerinput["critic22_raw"], dict(workerinput["critic22_critic"])
-            )
+            pending_raw = (workerinput["critic22_raw"], dict(workerinput["critic22_critic"]))
+        else:
+            pending_raw = None
         ledger_opt = config.getoption("critic22_ledger")
         ledger_path = (
             Path(ledger_opt) if ledger_opt else config.rootpath / STATE_DIR / "ledger.jsonl"
@@ -164,6 +172,10 @@ class Critic22Plugin:
         if not ledger_path.is_absolute():
             ledger_path = config.invocation_params.dir / ledger_path
         plugin = cls(config, review, Ledger(ledger_path, run_id or new_run_id()), repo)
+        if pending_raw is not None:
+            plugin.review = with_findings(
+                config, plugin.review, *pending_raw, validate=plugin.validate_procedure
+            )
         if workerinput is not None and "critic22_preservation" in workerinput:
             plugin.preservation = dict(workerinput["critic22_preservation"])
             plugin.review = replace(
@@ -212,7 +224,9 @@ class Critic22Plugin:
                 source, why = "declined", decision.reason
         raw, critic = self._ask_critic(source, why)
         self.raw_findings = raw
-        self.review = with_findings(self.config, self.review, raw, critic)
+        self.review = with_findings(
+            self.config, self.review, raw, critic, validate=self.validate_procedure
+        )
         self.ledger.append("critic", critic)
         self.ledger.append("findings-parsed", report.parse_result_dict(self.review.findings))
 
@@ -426,11 +440,42 @@ class Critic22Plugin:
         ]
 
     # -- running -----------------------------------------------------------------------------
-    def execute(self, wrapped: WrappedFinding) -> Any:
-        from pytest_critic22.procedures import execute
+    @property
+    def checks(self) -> Any:
+        """This run's static checks: the built-ins plus what other plugins register."""
+        if self._checks is None:
+            from pytest_critic22.checks import REGISTRY, CheckRegistry
 
-        assert wrapped.procedure is not None
-        result = execute(wrapped.finding_id, wrapped.finding, wrapped.procedure, self._ctx())
+            registry = CheckRegistry()
+            for name in REGISTRY.names():
+                check = REGISTRY.get(name)
+                assert check is not None
+                registry.register(check)
+            self.config.hook.pytest_critic22_register_checks(registry=registry)
+            self._checks = registry
+        return self._checks
+
+    def validate_procedure(self, finding: Any, procedure: Any) -> str | None:
+        """Can this procedure run on this patch? Only static checks need the trees to say."""
+        if procedure.kind != "static":
+            return None
+        from pytest_critic22.procedures import static_reason
+
+        return static_reason(finding, procedure, self.review.patch, self.trees, self.checks)
+
+    def execute(self, wrapped: WrappedFinding) -> Any:
+        from pytest_critic22.procedures import execute, execute_static, execute_trace
+
+        procedure = wrapped.procedure
+        assert procedure is not None
+        if procedure.kind == "static":
+            result = execute_static(
+                wrapped.finding_id, wrapped.finding, procedure, self._ctx(), self.checks
+            )
+        elif procedure.kind == "trace":
+            result = execute_trace(wrapped.finding_id, wrapped.finding, procedure, self._ctx())
+        else:
+            result = execute(wrapped.finding_id, wrapped.finding, procedure, self._ctx())
         self.ledger.append("procedure-run", self.result_record(result))
         return result
 

@@ -59,6 +59,12 @@ def test_the_prefix_alone_decides_the_kind(text: str, kind: str) -> None:
     assert isinstance(parsed, Procedure) and parsed.kind == kind
 
 
-def test_route_says_why_a_parsed_but_unbuilt_kind_cannot_run() -> None:
-    assert route("static: removed-guard").reason.startswith("static: procedures are not")
-    assert route("test:\ndef test_x(): pass").executable
+def test_every_kind_of_the_grammar_routes_to_an_executable_procedure() -> None:
+    for text in (
+        "static: removed-guard",
+        "trace: tests/t.py::test_x repeat=3",
+        "counterfactual: tests/t.py::test_x",
+        "test:\ndef test_x(): pass",
+    ):
+        assert route(text).executable, text
+    assert route("static:").reason == "static: names no check"

@@ -94,8 +94,8 @@ def test_a_confidence_that_is_not_a_number_in_0_1_is_rejected(confidence: Any) -
         ("test:\nassert 1 ==", "does not parse"),
         ("test:\nx = 1\n", "no test function"),
         ("counterfactual:", "names no test"),
-        ("static: removed-guard", "not executable in this version"),
-        ("trace: tests/test_a.py::test_x repeat=5", "not executable in this version"),
+        ("static:", "names no check"),
+        ("trace: tests/test_a.py::test_x repeat=500", "repeat must be"),
     ],
 )
 def test_a_blocking_finding_without_an_executable_falsification_is_downgraded(
@@ -105,6 +105,19 @@ def test_a_blocking_finding_without_an_executable_falsification_is_downgraded(
     assert result.blocking == ()
     assert result.findings[0].severity == "advisory"
     assert reason in result.downgraded[0].reason
+
+
+def test_a_validator_can_say_a_procedure_does_not_fit_the_patch() -> None:
+    def validate(finding: ReviewFinding, procedure: object) -> str | None:
+        return "static: argument 'x.f' names nothing in the patch"
+
+    result = parse_findings(
+        json.dumps([record(falsification="static: signature-changed x.f")]),
+        EDITS,
+        validate=validate,
+    )
+    assert result.findings[0].severity == "advisory"
+    assert result.downgraded[0].reason == "static: argument 'x.f' names nothing in the patch"
 
 
 def test_an_advisory_finding_needs_no_executable_falsification() -> None:

@@ -1,0 +1,1 @@
+"""Small utilities whose candidate patch exercises every static check."""

@@ -1,0 +1,7 @@
+"""Counting characters."""
+
+from __future__ import annotations
+
+
+def count(text: str) -> int:
+    return len(text)

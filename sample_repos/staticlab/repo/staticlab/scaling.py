@@ -1,0 +1,7 @@
+"""Scaling values."""
+
+from __future__ import annotations
+
+
+def scale(value, factor=2):
+    return value * factor
