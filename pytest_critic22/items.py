@@ -66,13 +66,12 @@ class PatchFile(pytest.File):
             )
 
 
-class ReviewItem(pytest.Item):
-    def __init__(self, *, wrapped: WrappedFinding, **kwargs: Any) -> None:
+class _GeneratedItem(pytest.Item):
+    """What every generated item shares: its session, and how an outcome becomes a report."""
+
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.wrapped = wrapped
-        self.result: FindingResult | None = None
         self.add_marker("critic22")
-        self.user_properties.append(("critic22_finding", wrapped.finding_id))
 
     @property
     def review(self) -> Critic22Plugin:
@@ -80,9 +79,15 @@ class ReviewItem(pytest.Item):
         assert isinstance(parent, PatchFile)
         return parent.review
 
+    def execute(self) -> FindingResult:
+        raise NotImplementedError
+
+    def explain(self, result: FindingResult) -> str:
+        raise NotImplementedError
+
     def runtest(self) -> None:
-        result = self.review.execute(self.wrapped)
-        self.result = result
+        result = self.execute()
+        # Carried to the controller (also from an xdist worker) through the test report.
         self.user_properties.append((PROPERTY, json.dumps(self.review.result_record(result))))
         if result.outcome.kind == "verified":
             raise VerifiedDefect(result)
@@ -91,8 +96,22 @@ class ReviewItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, VerifiedDefect):
-            return self.review.explain(self.wrapped, excinfo.value.result)
+            return self.explain(excinfo.value.result)
         return f"critic22: {type(excinfo.value).__name__}: {excinfo.value}"
+
+
+class ReviewItem(_GeneratedItem):
+    def __init__(self, *, wrapped: WrappedFinding, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wrapped = wrapped
+        self.user_properties.append(("critic22_finding", wrapped.finding_id))
+
+    def execute(self) -> FindingResult:
+        result: FindingResult = self.review.execute(self.wrapped)
+        return result
+
+    def explain(self, result: FindingResult) -> str:
+        return self.review.explain(self.wrapped, result)
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         finding = self.wrapped.finding
@@ -104,7 +123,7 @@ class ReviewItem(pytest.Item):
         return self.review.rootpath / edit.path, max(0, line - 1), label
 
 
-class PreservationItem(pytest.Item):
+class PreservationItem(_GeneratedItem):
     """Existing tests that reach the touched symbols, run on patched with base as the
     counterfactual: the deterministic validator, with or without a critic."""
 
@@ -112,32 +131,17 @@ class PreservationItem(pytest.Item):
         super().__init__(**kwargs)
         self.group = group
         self.tests = tests
-        self.add_marker("critic22")
 
-    @property
-    def review(self) -> Critic22Plugin:
-        parent = self.parent
-        assert isinstance(parent, PatchFile)
-        return parent.review
+    def execute(self) -> FindingResult:
+        result: FindingResult = self.review.execute_preservation(
+            f"preserve[{self.group}]", self.tests
+        )
+        return result
 
-    @property
-    def result_id(self) -> str:
-        return f"preserve[{self.group}]"
+    def explain(self, result: FindingResult) -> str:
+        from pytest_critic22.report import explain_preservation
 
-    def runtest(self) -> None:
-        result = self.review.execute_preservation(self.result_id, self.tests)
-        self.user_properties.append((PROPERTY, json.dumps(self.review.result_record(result))))
-        if result.outcome.kind == "verified":
-            raise VerifiedDefect(result)
-        if result.outcome.kind == "inconclusive":
-            pytest.skip(f"inconclusive: {result.outcome.reason}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, VerifiedDefect):
-            from pytest_critic22.report import explain_preservation
-
-            return explain_preservation(self.group, self.review.result_record(excinfo.value.result))
-        return f"critic22: {type(excinfo.value).__name__}: {excinfo.value}"
+        return explain_preservation(self.group, self.review.result_record(result))
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         return self.review.rootpath / self.group, None, f"critic22 preservation {self.group}"
