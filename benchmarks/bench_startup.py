@@ -41,7 +41,7 @@ def main() -> None:
         arms = {
             "plugin disabled (-p no:critic22)": [*base, "-p", "no:critic22"],
             "plugin installed, no --critic22": base,
-            "--critic22 (parse + packet + ledger)": [*base, f"--critic22={patch}"],
+            "--critic22, no critic (trees + preservation)": [*base, f"--critic22={patch}"],
         }
         results = {name: timed(cmd, repo, args.runs) for name, cmd in arms.items()}
     reference = next(iter(results.values()))
