@@ -423,12 +423,17 @@ def execute_trace(
                 )
             return result, out
 
-        jobs = [(patched, "patched", seed) for seed in range(1, procedure.repeat + 1)]
-        jobs += [(counter, "counterfactual", seed) for seed in range(1, procedure.repeat + 1)]
+        # Interleaved, so a run out of time costs both trees alike rather than starving the
+        # counterfactual queued behind every patched replay.
+        jobs = [
+            (tree, label, seed)
+            for seed in range(1, procedure.repeat + 1)
+            for tree, label in ((patched, "patched"), (counter, "counterfactual"))
+        ]
         with ThreadPoolExecutor(max_workers=max(1, ctx.slots)) as pool:
             done = list(pool.map(lambda job: replay(*job), jobs))
-        patched_runs = done[: procedure.repeat]
-        counter_runs = done[procedure.repeat :]
+        patched_runs = done[0::2]
+        counter_runs = done[1::2]
         summary = {
             "patched": _tally(r for r, _ in patched_runs),
             "counterfactual": _tally(r for r, _ in counter_runs),
@@ -445,11 +450,18 @@ def execute_trace(
             outcome = Outcome(
                 "refuted", f"passes all {procedure.repeat} replays on the patched tree"
             )
-        elif counter_failures or any(r.status == "error" for r, _ in counter_runs):
+        elif counter_failures:
             outcome = Outcome(
                 "inconclusive",
                 f"fails on the {variant.name} tree too ({counter_failures} of "
                 f"{procedure.repeat} replays): not shown to come from the located edit",
+            )
+        elif any(r.status == "error" for r, _ in counter_runs):
+            unfinished = [r for r, _ in counter_runs if r.status == "error"]
+            outcome = Outcome(
+                "inconclusive",
+                f"{len(unfinished)} of {procedure.repeat} replays on the {variant.name} tree did "
+                f"not finish ({unfinished[0].reason}); raise --critic22-timeout or lower repeat",
             )
         else:
             evidence = _divergence(patched_runs, read_trace, pick_passing)
