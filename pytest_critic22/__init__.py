@@ -6,5 +6,16 @@ Importing the package is cheap on purpose: pytest loads it for every run through
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = ["ReviewRun", "__version__", "review"]
+
+
+def __getattr__(name: str) -> Any:
+    # The harness API (``pytest_critic22.review``) without paying for it at plugin load.
+    if name in ("review", "ReviewRun"):
+        from pytest_critic22 import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'pytest_critic22' has no attribute {name!r}")

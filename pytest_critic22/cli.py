@@ -1,5 +1,8 @@
 """The ``critic22`` console command.
 
+``critic22 ab POPULATION`` measures the critic against its own absence on a labelled
+population of patches (see :mod:`pytest_critic22.ab`).
+
 ``critic22 demo`` copies a bundled sample repository to a temporary folder, makes it a
 git repository, and runs ``pytest --critic22`` on one of its candidate patches with the
 case's recorded critic output: a verified defect shows up as a failing test. The demo
@@ -20,14 +23,25 @@ DEMO_CASE = "median-drops-guard"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["ab"]:
+        # The A/B driver parses its own arguments (critic22 ab -h).
+        from pytest_critic22.ab import main as ab_main
+
+        return ab_main(words[1:])
     parser = argparse.ArgumentParser(prog="critic22", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser(
+        "ab",
+        add_help=False,
+        help="critic-on vs critic-off on a labelled patch population (critic22 ab -h)",
+    )
     demo = sub.add_parser("demo", help="review a bundled sample patch, no model needed")
     demo.add_argument("--sample", default=DEMO_SAMPLE)
     demo.add_argument("--case", default=DEMO_CASE)
     demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
     demo.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     return run_demo(args.sample, args.case, args.keep, args.pytest_args)
 
 

@@ -1,0 +1,648 @@
+"""The A/B driver: metrics and decision pinned by hand, the sample population, real runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_critic22 import ab
+from pytest_critic22.ab import (
+    CaseResult,
+    Claim,
+    CriticChoice,
+    ReviewSummary,
+    RunOptions,
+    Unit,
+    arm_case,
+    arm_metrics,
+    build_report,
+    compare,
+    decide,
+    load_population,
+    mcnemar,
+    mean_interval,
+    render,
+    t_quantile,
+    wilson,
+)
+from pytest_critic22.diffparse import parse_patch
+from pytest_critic22.finding import parse_findings
+from pytest_critic22.samples import SAMPLES_DIR
+from tests.fake_llm import fake_llm
+
+POPULATION = SAMPLES_DIR / "population.json"
+
+# ---------------------------------------------------------------------------------------------
+# A tiny population, computed by hand
+# ---------------------------------------------------------------------------------------------
+
+
+def review(
+    verdict: str,
+    claims: tuple[tuple[str, float], ...],
+    preservation: str,
+    *,
+    calls: int = 1,
+    tokens: int = 0,
+    seconds: float = 0.0,
+) -> ReviewSummary:
+    return ReviewSummary(
+        verdict=verdict,  # type: ignore[arg-type]
+        claims=tuple(Claim(status, confidence) for status, confidence in claims),
+        preservation=(preservation,),
+        calls=calls,
+        tokens=tokens,
+        seconds=seconds,
+    )
+
+
+def tiny() -> list[CaseResult]:
+    """Three defective cases and two good ones.
+
+    case  label      validator (a)        critic (b): claims            unblinded (c)
+    D1    defective  proceed, pres ok     reject: verified .9, refuted .8   proceed, no claims
+    D2    defective  reject, pres verified reject: verified .4             reject (pres), no claims
+    D3    defective  proceed, pres ok     proceed: inconclusive .7          proceed: inconclusive .7
+    G1    good       proceed, pres ok     proceed: refuted .6               proceed, no claims
+    G2    good       proceed, pres incon. proceed: none                     proceed, no claims
+    """
+    return [
+        CaseResult(
+            "D1",
+            "defective",
+            "failed",
+            review("proceed", (), "refuted", calls=0, seconds=2),
+            review(
+                "reject", (("verified", 0.9), ("refuted", 0.8)), "refuted", tokens=100, seconds=5
+            ),
+            review("proceed", (), "refuted", seconds=4),
+        ),
+        CaseResult(
+            "D2",
+            "defective",
+            "failed",
+            review("reject", (), "verified", calls=0, seconds=4),
+            review("reject", (("verified", 0.4),), "verified", tokens=200, seconds=7),
+            review("reject", (), "verified", seconds=4),
+        ),
+        CaseResult(
+            "D3",
+            "defective",
+            "failed",
+            review("proceed", (), "refuted", calls=0, seconds=6),
+            review("proceed", (("inconclusive", 0.7),), "refuted", tokens=0, seconds=9),
+            review("proceed", (("inconclusive", 0.7),), "refuted", seconds=4),
+        ),
+        CaseResult(
+            "G1",
+            "good",
+            "passed",
+            review("proceed", (), "refuted", calls=0, seconds=2),
+            review("proceed", (("refuted", 0.6),), "refuted", tokens=50, seconds=3),
+            review("proceed", (), "refuted", seconds=4),
+        ),
+        CaseResult(
+            "G2",
+            "good",
+            "passed",
+            review("proceed", (), "inconclusive", calls=0, seconds=4),
+            review("proceed", (), "inconclusive", tokens=0, seconds=6),
+            review("proceed", (), "inconclusive", seconds=4),
+        ),
+    ]
+
+
+def rate(metrics: ab.Rate) -> tuple[int, int, float, float]:
+    return metrics.k, metrics.n, metrics.low, metrics.high
+
+
+def interval(mean: ab.MeanInterval | None) -> tuple[float | None, ...]:
+    assert mean is not None
+    return mean.mean, mean.low, mean.high
+
+
+def approx(*values: float) -> Any:
+    """Equal to the hand computation's five decimals."""
+    return pytest.approx(values, abs=1e-5)
+
+
+# Wilson 95% intervals, worked out by hand (z = 1.959964):
+#   centre = (p + z²/2n) / (1 + z²/n),  half = z·sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n)
+W = {
+    (0, 0): (0.0, 1.0),
+    (0, 1): (0.0, 0.79345),
+    (0, 2): (0.0, 0.65762),
+    (1, 2): (0.09453, 0.90547),
+    (1, 3): (0.06149, 0.79234),
+    (2, 3): (0.20766, 0.93851),
+    (3, 3): (0.43850, 1.0),
+    (1, 5): (0.03622, 0.62447),
+    (2, 5): (0.11762, 0.76928),
+    (2, 6): (0.09677, 0.70001),
+    (2, 10): (0.05668, 0.50984),
+}
+
+
+def w(k: int, n: int) -> Any:
+    return approx(k, n, *W[(k, n)])
+
+
+def test_every_metric_of_every_arm_matches_the_hand_computation() -> None:
+    results = tiny()
+    a, b, c, d, e = (arm_metrics(arm, results) for arm in ab.ARMS)
+    # a: only D2's preservation regression rejects; no claims; G2's group is inconclusive.
+    assert (rate(a.recall), a.agree) == (w(1, 3), 1)
+    assert rate(a.over_veto) == w(0, 0)
+    assert rate(a.false_rejection) == w(0, 2)
+    assert rate(a.inconclusive) == w(1, 5)
+    assert interval(a.calls) == approx(0.0, 0.0, 0.0)
+    assert interval(a.tokens) == approx(0.0, 0.0, 0.0)
+    # wall [2, 4, 6, 2, 4]: mean 3.6, sd sqrt(2.8), t(0.975, 4) = 2.776445 -> ±2.07770
+    assert interval(a.wall) == approx(3.6, 1.5223, 5.6777)
+    # b: D1 and D2 rejected; 5 claims, 2 refuted; 10 items executed, 2 inconclusive.
+    assert (rate(b.recall), b.agree) == (w(2, 3), 2)
+    assert rate(b.over_veto) == w(2, 5)
+    assert rate(b.false_rejection) == w(0, 2)
+    assert rate(b.inconclusive) == w(2, 10)
+    assert interval(b.calls) == approx(1.0, 1.0, 1.0)
+    # tokens [100, 200, 0, 50, 0]: mean 70, sd sqrt(6750) -> ±102.00 (sd 82.158 / sqrt 5 · t)
+    assert interval(b.tokens) == approx(70.0, -33.88506, 173.88506)
+    assert interval(b.wall) == approx(6.0, 3.22356, 8.77644)
+    # c: only D2 (its preservation regression); one claim, not killed; 6 executed, 2 inconclusive.
+    assert (rate(c.recall), c.agree) == (w(1, 3), 1)
+    assert rate(c.over_veto) == w(0, 1)
+    assert rate(c.false_rejection) == w(0, 2)
+    assert rate(c.inconclusive) == w(2, 6)
+    assert interval(c.wall) == approx(4.0, 4.0, 4.0)
+    # d: every emitted claim is a verdict: D3 and G1 are rejected too; only preservation runs.
+    assert (rate(d.recall), d.agree) == (w(3, 3), 3)
+    assert rate(d.over_veto) == w(2, 5)
+    assert rate(d.false_rejection) == w(1, 2)
+    assert rate(d.inconclusive) == w(1, 5)
+    assert d.wall is None
+    # e: confidence >= 0.5 rejects: D1 (.9), D3 (.7), G1 (.6); D2 by its preservation item.
+    assert (rate(e.recall), e.agree) == (w(3, 3), 3)
+    assert rate(e.over_veto) == w(2, 5)
+    assert rate(e.false_rejection) == w(1, 2)
+    assert rate(e.inconclusive) == w(2, 10)
+    assert e.wall is None
+
+
+def test_the_paired_comparison_and_the_decision_match_the_hand_computation() -> None:
+    results = tiny()
+    recall, false_rejection = compare("b", "a", results)
+    # D1 is caught only with the critic; D2 by both; D3 by neither: one discordant case.
+    assert (recall.n, recall.first_only, recall.second_only) == (3, 1, 0)
+    assert (recall.p_two_sided, recall.p_first_more, recall.p_second_more) == (1.0, 0.5, 1.0)
+    assert (false_rejection.n, false_rejection.first_only, false_rejection.second_only) == (2, 0, 0)
+    report = build_report(
+        population="tiny", critic="recorded:x", rule="all", held_out=5, tuning=0, results=results
+    )
+    # b - a wall per case [3, 3, 3, 1, 2]: mean 2.4, sd sqrt(0.8) -> ±1.11058
+    assert interval(report.wall_difference) == approx(2.4, 1.28942, 3.51058)
+    # recall 2/3 > 1/3 and no good patch rejected, but one discordant case is noise (p = 0.5).
+    assert [clause.holds for clause in report.decision.clauses] == [True, True, False]
+    assert not report.decision.keep
+    assert report.decision.headline == "remove the critic — an empty L column"
+    blinding, routing, gate = report.ablations
+    assert (blinding.recall.first_only, blinding.recall.second_only) == (0, 1)  # type: ignore[union-attr]
+    assert (routing.false_rejection.first_only, routing.false_rejection.p_first_more) == (1, 0.5)  # type: ignore[union-attr]
+    assert gate.degraded == () and routing.degraded == () and blinding.degraded == ()
+
+
+def test_the_exact_mcnemar_test_is_the_binomial_on_discordant_cases() -> None:
+    assert mcnemar(0, 0) == (1.0, 1.0, 1.0)
+    assert mcnemar(6, 0) == (2 / 64, 1 / 64, 1.0)  # 6 of 6 one way: 2 · 0.5⁶
+    two, first, second = mcnemar(3, 1)  # n = 4: P(X <= 1) = 5/16
+    assert (two, first, second) == (10 / 16, 5 / 16, 15 / 16)
+    assert mcnemar(1, 3) == (10 / 16, 15 / 16, 5 / 16)
+
+
+def test_the_intervals_are_wilson_for_rates_and_student_t_for_means() -> None:
+    for (k, n), (low, high) in W.items():
+        got = wilson(k, n)
+        assert (got.low, got.high) == approx(low, high)
+    # Student's t quantiles from the table of any statistics textbook.
+    for df, value in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281), (30, 2.0423)):
+        assert math.isclose(t_quantile(0.975, df), value, abs_tol=1e-4)
+    assert math.isclose(t_quantile(0.025, 4), -2.7764, abs_tol=1e-4)
+    assert mean_interval([]).mean is None
+    single = mean_interval([3.0])
+    assert (single.mean, single.low, single.high) == (3.0, None, None)
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        wilson(3, 2)
+
+
+def decision_for(on: tuple[int, int], off: tuple[int, int], fr_on: int, fr_off: int) -> bool:
+    """keep? for a critic arm and a validator arm on 12 defective and 6 good cases, where the
+    critic catches a superset of what the validator catches and rejects fr_on good patches."""
+    results = []
+    for i in range(12):
+        caught_on, caught_off = i < on[0], i < off[0]
+        results.append(
+            CaseResult(
+                f"D{i}",
+                "defective",
+                "failed",
+                review("reject" if caught_off else "proceed", (), "refuted", calls=0),
+                review("reject" if caught_on else "proceed", (("verified", 0.9),), "refuted"),
+            )
+        )
+    for i in range(6):
+        results.append(
+            CaseResult(
+                f"G{i}",
+                "good",
+                "passed",
+                review("reject" if i < fr_off else "proceed", (), "refuted", calls=0),
+                review("reject" if i < fr_on else "proceed", (), "refuted"),
+            )
+        )
+    a, b = arm_metrics("a", results), arm_metrics("b", results)
+    recall, false_rejection = compare("b", "a", results)
+    return decide(b, a, recall, false_rejection).keep
+
+
+def test_the_rule_keeps_a_critic_only_when_it_strictly_dominates_beyond_noise() -> None:
+    assert decision_for((9, 12), (3, 12), 0, 0)  # 6 more caught, p = 1/64: keep
+    assert not decision_for((5, 12), (3, 12), 0, 0)  # 2 more caught: noise
+    assert not decision_for((3, 12), (3, 12), 0, 0)  # no gain: an empty L column
+    assert not decision_for((12, 12), (3, 12), 1, 0)  # one more good patch rejected: worse
+
+
+def test_recall_and_over_veto_are_always_reported_together() -> None:
+    report = build_report(
+        population="tiny", critic="recorded:x", rule="all", held_out=5, tuning=0, results=tiny()
+    )
+    document = report.to_dict()
+    for arm in ab.ARMS:
+        assert {"recall", "over_veto"} <= set(document["arms"][arm])
+    text = render(report)
+    rows = [line.split("  ")[0] for line in text.splitlines()]
+    assert rows.index("verified-defect recall") + 2 == rows.index("over-veto (killed/emitted)")
+    assert "decision (spec §9.6): REMOVE the critic — an empty L column" in text
+    for title in ("a validator", "b critic+validator", "c blinding off", "d routing off"):
+        assert title in text
+    assert "e gate off" in text
+    blind = build_report(
+        population="tiny",
+        critic="model:m",
+        rule="all",
+        held_out=5,
+        tuning=0,
+        results=tiny(),
+        c_note="not available with a live model yet",
+    )
+    assert "c blinding off: n/a — not available with a live model yet" in render(blind)
+    assert blind.to_dict()["arms"]["c"] == {
+        "arm": "c",
+        "available": False,
+        "note": "not available with a live model yet",
+    }
+
+
+def test_a_case_without_an_unblinded_run_leaves_the_blinding_arm_unmeasured() -> None:
+    results = [
+        CaseResult(r.case_id, r.label, r.ground_truth, r.validator, r.critic) for r in tiny()
+    ]
+    assert arm_case("c", results[0]) is None
+    metrics = arm_metrics("c", results)
+    assert not metrics.available and "not run for 5 of 5" in metrics.note
+
+
+# ---------------------------------------------------------------------------------------------
+# The sample population
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_sample_population_has_the_composition_the_issue_asks_for() -> None:
+    population = load_population(POPULATION)
+    cases = population.cases
+    defective = [c for c in cases if c.label == "defective"]
+    assert len(cases) >= 24 and 2 * len(defective) >= len(cases)
+    assert len({c.repo for c in cases}) >= 3
+    assert {"test", "counterfactual", "static", "trace"} <= {k for c in defective for k in c.kinds}
+    assert any(c.caught_by_existing_tests for c in defective)
+    assert all(c.ground_truth for c in defective)
+    held_out = population.held_out()
+    assert 0 < len(held_out) < len(cases)
+    assert set(held_out) | set(population.tuning()) == set(cases)
+    # The rule is deterministic and declared: a fresh load splits the same way.
+    assert load_population(POPULATION).held_out() == held_out
+
+
+@pytest.mark.parametrize("name", ["useful", "noisy", "silent"])
+def test_every_recorded_set_parses_for_every_case(name: str) -> None:
+    population = load_population(POPULATION)
+    critic = ab.choose_critic(population, f"recorded:{name}", None, None)
+    blocking = 0
+    for case in population.cases:
+        edits = parse_patch(case.patch.read_text()).edit_ids
+        for unblinded in (False, True):
+            recording = critic.recording(case, unblinded=unblinded)
+            if recording is None:
+                assert unblinded, f"{name} has no output for {case.id}"
+                continue
+            parsed = parse_findings(recording.read_text(), edits)
+            assert not parsed.error and not parsed.rejected, (case.id, parsed)
+            blocking += sum(1 for f in parsed.findings if f.severity == "blocking")
+            if name == "silent":
+                assert all(f.severity == "advisory" for f in parsed.findings)
+    if name == "noisy":
+        assert blocking >= 4 * len(population.cases)
+    kinds = set()
+    assert critic.folder is not None
+    for path in critic.folder.glob("*.json"):
+        document = json.loads(path.read_text())
+        for record in document if isinstance(document, list) else document["findings"]:
+            if record["severity"] == "blocking":
+                kinds.add(record["falsification"].split(":")[0])
+    if name == "useful":
+        assert {"test", "counterfactual", "static", "trace"} <= kinds
+    if name == "noisy":
+        assert {"test", "counterfactual", "static"} <= kinds
+
+
+def test_no_ground_truth_text_is_in_any_plugin_input_of_the_sample_population() -> None:
+    population = load_population(POPULATION)
+    secrets: dict[str, list[str]] = {}
+    for case in population.cases:
+        secrets[case.id] = [test.source for test in case.ground_truth] + [
+            line.strip()
+            for test in case.ground_truth
+            for line in test.source.splitlines()
+            if line.strip().startswith("def test_")
+        ]
+    for name in ("useful", "noisy", "silent"):
+        critic = ab.choose_critic(population, f"recorded:{name}", None, None)
+        for case_id, kind, text in ab.plugin_input_texts(population.cases, critic):
+            for secret in secrets[case_id]:
+                assert secret not in text, (case_id, kind, secret)
+            assert "ground_truth" not in text and "test_hidden_" not in text, (case_id, kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# Real runs (git, the plugin, pytest in subprocesses)
+# ---------------------------------------------------------------------------------------------
+
+
+def sub_population(
+    tmp: Path, ids: list[str], *, critic: str = "useful", unblinded: tuple[str, ...] = ()
+) -> Path:
+    """Some sample cases, all held out, with a copy of one recorded set (unblinded: only for
+    the cases named)."""
+    document = json.loads(POPULATION.read_text())
+    cases = []
+    for raw in document["cases"]:
+        if raw["id"] not in ids:
+            continue
+        entry = dict(raw)
+        for key in ("repo", "patch", "spec", "root_cause", "obligations"):
+            if isinstance(entry.get(key), str):
+                entry[key] = str(SAMPLES_DIR / entry[key])
+        entry["ground_truth"] = [
+            g if isinstance(g, dict) else str(SAMPLES_DIR / g) for g in entry["ground_truth"]
+        ]
+        cases.append(entry)
+        source = SAMPLES_DIR / "recorded" / critic
+        (tmp / "recorded" / critic).mkdir(parents=True, exist_ok=True)
+        shutil.copy(source / f"{raw['id']}.json", tmp / "recorded" / critic)
+        if raw["id"] in unblinded:
+            shutil.copy(source / f"{raw['id']}.unblinded.json", tmp / "recorded" / critic)
+    document.update(cases=cases, held_out={"rule": "sha256-mod", "modulus": 1, "tuning": []})
+    path = tmp / "population.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def driver(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest_critic22.ab", *args]
+
+
+E2E_CASES = [
+    "textstats.mode-most-common",  # defective, only a critic catches it
+    "slugkit.ascii-fast-path",  # defective, the existing tests catch it
+    "slugkit.empty-sep",  # good; the useful critic makes a false claim
+    "tally.render-sorted",  # good; a false claim again
+]
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+def test_the_driver_runs_a_small_population_and_applies_its_own_rule(tmp_path: Path) -> None:
+    population = sub_population(tmp_path, E2E_CASES, unblinded=("textstats.mode-most-common",))
+    out = tmp_path / "ab.json"
+    command = driver(
+        str(population),
+        "--critic",
+        "recorded:useful",
+        "--jobs",
+        "2",
+        "--critic22-reruns",
+        "1",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--json",
+        str(out),
+    )
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cases 4/4 done, runs 13/13 (0 from the cache)" in done.stderr
+    document = json.loads(out.read_text())
+    arms = document["arms"]
+    assert document["held_out"] == {
+        "rule": document["held_out"]["rule"],
+        "cases": 4,
+        "measured": 4,
+        "defective": 2,
+        "good": 2,
+        "tuning": 0,
+    }
+    assert {c["id"]: c["ground_truth_on_patched"] for c in document["cases"]} == {
+        "textstats.mode-most-common": "failed",
+        "slugkit.ascii-fast-path": "failed",
+        "slugkit.empty-sep": "passed",
+        "tally.render-sorted": "passed",
+    }
+    # The existing tests catch one defect; the critic catches the other; its false claims die.
+    assert (arms["a"]["recall"]["k"], arms["b"]["recall"]["k"]) == (1, 2)
+    assert arms["b"]["recall"]["agree_with_ground_truth"]["k"] == 2
+    assert arms["a"]["over_veto"]["n"] == 0 and arms["b"]["over_veto"]["n"] >= 3
+    assert arms["b"]["over_veto"]["k"] >= 2 and arms["b"]["false_rejection"]["k"] == 0
+    assert arms["d"]["false_rejection"]["k"] == 2  # unexecuted false claims veto good patches
+    assert arms["c"]["available"] is False
+    assert "no unblinded recordings (1 of 4" in arms["c"]["note"]
+    # The decision is the rule applied to these numbers (whatever they are).
+    paired = document["paired"]
+    rule = [
+        arms["b"]["recall"]["rate"] > arms["a"]["recall"]["rate"],
+        arms["b"]["false_rejection"]["rate"] <= arms["a"]["false_rejection"]["rate"],
+        paired["recall"]["p_first_more"] < ab.ALPHA
+        or paired["false_rejection"]["p_second_more"] < ab.ALPHA,
+    ]
+    assert [c["holds"] for c in document["decision"]["clauses"]] == rule
+    assert document["decision"]["keep"] is all(rule)
+    headline = "KEEP the critic" if all(rule) else "REMOVE the critic — an empty L column"
+    assert f"decision (spec §9.6): {headline}" in done.stdout
+    for row in ("verified-defect recall", "over-veto (killed/emitted)", "false rejection (good)"):
+        assert row in done.stdout
+    assert "routing (d):" in done.stdout and "gate (e):" in done.stdout
+    # A second run takes everything from the cache.
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "13 run(s) reused from the cache, 0 run now" in again.stderr
+    assert again.stdout == done.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+def test_an_interrupted_run_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
+    population = sub_population(tmp_path, ["tally.reset", "inventory.total"], critic="silent")
+    cache = tmp_path / "cache"
+    command = driver(
+        str(population),
+        "--critic",
+        "recorded:silent",
+        "--jobs",
+        "2",
+        "--critic22-reruns",
+        "1",
+        "--cache",
+        str(cache),
+    )
+    first = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not list(cache.rglob("*.json")) and time.monotonic() < deadline:
+            assert first.poll() is None, first.communicate()
+            time.sleep(0.05)
+        os.kill(first.pid, signal.SIGINT)
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:  # pragma: no cover - only when the test fails
+            os.killpg(first.pid, signal.SIGKILL)
+    assert first.returncode == 130, err
+    assert "interrupted" in err and "run the same command again to resume" in err
+    finished = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in cache.rglob("*.json")}
+    assert 1 <= len(finished) < 6
+    second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    reused = len(finished)
+    assert f"{reused} run(s) reused from the cache, {6 - reused} run now" in second.stderr
+    for path, (mtime, content) in finished.items():
+        assert (path.stat().st_mtime_ns, path.read_bytes()) == (mtime, content)
+    assert "decision (spec §9.6): REMOVE the critic — an empty L column" in second.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+def test_no_ground_truth_text_reaches_a_live_critic_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.delenv("CRITIC", raising=False)
+    population = load_population(sub_population(tmp_path, ["textstats.mode-most-common"]))
+    (case,) = population.cases
+    truth = case.ground_truth[0].source
+    options = RunOptions(reruns=1, engage="always")
+    with fake_llm([("content", json.dumps({"findings": []}))]) as server:
+        critic = CriticChoice("model", "openai/critic-test", None, server.url)
+        key = ab.unit_key(case, "critic", critic, options, ab.plugin_digest())
+        record = ab.run_unit(
+            Unit(case, "critic", critic, options, key, tmp_path / "cache" / "critic.json")
+        )
+        bodies = [body.decode("utf-8") for body in server.bodies]
+    assert record["report"]["critic"]["source"] == "model", record.get("output")
+    assert len(bodies) == 1
+    request = json.loads(bodies[0])
+    packet = request["messages"][-1]["content"]
+    assert "mode" in packet  # the packet is there ...
+    needles = [truth, "test_hidden_ties_go_to_the_smallest_value", "mode([3, 3, 1, 1])"]
+    for needle in needles:  # ... and the ground truth is not, in the packet nor anywhere
+        assert needle not in bodies[0] and needle not in packet
+        assert needle not in json.dumps(record["command"])
+    assert not any("ground_truth" in arg for arg in record["command"])
+    # The ground truth runs afterwards, on a scratch copy, and confirms the defect.
+    truth_record = ab.run_unit(
+        Unit(case, "ground-truth", None, options, "k", tmp_path / "cache" / "truth.json")
+    )
+    assert truth_record["patched"] == "failed" and truth_record["base"] == "passed"
+
+
+def test_a_bad_population_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "population.json"
+    bad.write_text(json.dumps({"cases": [{"id": "x"}]}))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_critic22.ab", str(bad), "--critic", "recorded:useful"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("critic22 ab: error: ") and "held_out" in done.stderr
+    unknown = subprocess.run(
+        [sys.executable, "-m", "pytest_critic22.ab", str(POPULATION), "--critic", "recorded:nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert unknown.returncode == 2 and "no recorded critic set 'nope'" in unknown.stderr
+
+
+def test_the_driver_and_the_api_import_no_model_client() -> None:
+    code = (
+        "import sys, pytest_critic22.api, pytest_critic22.ab\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('litellm', 'openai')]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_review_report_is_summarized_from_the_plugins_own_fields() -> None:
+    report = {
+        "disposition": {"verdict": "reject"},
+        "findings": [
+            {
+                "finding": {"severity": "blocking", "confidence": 0.3},
+                "outcome": {"status": "verified"},
+            },
+            {
+                "finding": {"severity": "advisory", "confidence": 0.9},
+                "outcome": {"status": "advisory"},
+            },
+            {
+                "finding": {"severity": "blocking", "confidence": 0.8},
+                "outcome": {"status": "refuted"},
+            },
+        ],
+        "preservation": [{"group": "tests/t.py", "outcome": "refuted"}],
+        "critic": {"engaged": True, "source": "model", "calls": 2, "tokens": {"total_tokens": 240}},
+    }
+    summary = ab.summarize({"report": report, "seconds": 3.5})
+    assert summary == ReviewSummary(
+        "reject",
+        (Claim("verified", 0.3), Claim("refuted", 0.8)),
+        ("refuted",),
+        calls=2,
+        tokens=240,
+        seconds=3.5,
+    )
+    assert ab.summarize({"report": None, "error": "boom"}) is None
