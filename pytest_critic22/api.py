@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.runner import drain, tail_text
+
 __all__ = ["ReviewRun", "review", "review_command"]
 
 #: A review longer than this is stopped (its whole process group is killed).
 DEFAULT_TIMEOUT = 1800.0
 #: How long an interrupted review gets to remove its worktrees before it is killed.
 _GRACE = 10.0
-_OUTPUT_TAIL = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,12 +238,11 @@ def _run(
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _signal_group(proc, signal.SIGKILL)
-        out, _ = _drain(proc)
-        return None, _tail(out), time.monotonic() - start
+        return None, tail_text(drain(proc)), time.monotonic() - start
     except BaseException:
         _stop(proc)
         raise
-    return proc.returncode, _tail(out), time.monotonic() - start
+    return proc.returncode, tail_text(out), time.monotonic() - start
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -257,16 +257,3 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         os.killpg(proc.pid, sig)
-
-
-def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    try:
-        out, err = proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError):
-        return b"", b""
-    return out or b"", err or b""
-
-
-def _tail(out: bytes | None) -> str:
-    text = (out or b"").decode("utf-8", "replace")
-    return text if len(text) <= _OUTPUT_TAIL else "...\n" + text[-_OUTPUT_TAIL:]

@@ -213,13 +213,13 @@ def spawn_python(
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return None, _tail(_drain(proc)), time.monotonic() - start
+        return None, tail_text(drain(proc)), time.monotonic() - start
     except BaseException:  # Ctrl-C and friends: leave no child behind
         _kill_group(proc)
         raise
     finally:
         _kill_group(proc)  # grandchildren that outlived the child
-    return proc.returncode, _tail(out), time.monotonic() - start
+    return proc.returncode, tail_text(out), time.monotonic() - start
 
 
 def _interpret(code: int, junit: Path, output: str, seconds: float) -> RunResult:
@@ -272,7 +272,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def _drain(proc: subprocess.Popen[bytes]) -> bytes:
+def drain(proc: subprocess.Popen[bytes]) -> bytes:
     try:
         out, _ = proc.communicate(timeout=5)
     except (subprocess.TimeoutExpired, ValueError):
@@ -280,7 +280,7 @@ def _drain(proc: subprocess.Popen[bytes]) -> bytes:
     return out or b""
 
 
-def _tail(out: bytes | None, limit: int = 4000) -> str:
+def tail_text(out: bytes | None, limit: int = 4000) -> str:
     text = (out or b"").decode("utf-8", "replace")
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
