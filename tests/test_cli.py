@@ -39,6 +39,4 @@ def test_an_unknown_demo_case_is_a_clear_error() -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert "critic22 demo: \"no case 'nope' in sample 'textstats'\"" in done.stderr or (
-        "no case 'nope'" in done.stderr
-    )
+    assert "critic22 demo: no case 'nope' in sample 'textstats'" in done.stderr
