@@ -393,17 +393,97 @@ def _is_guard_test(test: cst.BaseExpression) -> bool:
     return isinstance(test, cst.Name | cst.Attribute | cst.Subscript)
 
 
-def _exits_early(body: cst.BaseSuite) -> bool:
+def _simple_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
+    """The simple statements directly in a block (not in nested compound statements)."""
     if isinstance(body, cst.SimpleStatementSuite):
-        smalls: list[cst.BaseSmallStatement] = list(body.body)
-    else:
-        smalls = [
-            small
-            for statement in body.body
-            if isinstance(statement, cst.SimpleStatementLine)
-            for small in statement.body
-        ]
+        return list(body.body)
+    return [
+        small
+        for statement in body.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+    ]
+
+
+def _exits_early(body: cst.BaseSuite) -> bool:
+    smalls = _simple_statements(body)
     return any(isinstance(small, cst.Return | cst.Raise | cst.Continue) for small in smalls)
+
+
+def _is_normalising_test(test: cst.BaseExpression) -> bool:
+    """``x is None``, ``x == None``, ``not x`` and type checks: true when ``x`` needs fixing up.
+
+    Narrower than ``_is_guard_test``: ``if x: x = x.strip()`` transforms a good value, it does
+    not stand in for a missing one.
+    """
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return True
+    if isinstance(test, cst.BooleanOperation):
+        return _is_normalising_test(test.left) or _is_normalising_test(test.right)
+    if isinstance(test, cst.Comparison):
+        return any(
+            isinstance(target.operator, cst.Is | cst.Equal)
+            and (_is_none(target.comparator) or _is_none(test.left))
+            for target in test.comparisons
+        )
+    if isinstance(test, cst.Call):
+        return _callee_name(test.func) in _GUARD_CALLS
+    return False
+
+
+def _mentions(parsed: _Parsed, expr: cst.BaseExpression) -> set[str]:
+    return {
+        parsed.code(node)
+        for node in _all_nodes(expr)
+        if isinstance(node, cst.Name | cst.Attribute) and not _is_none(node)
+    }
+
+
+def _normalised(parsed: _Parsed, node: cst.CSTNode) -> str | None:
+    """The variable a None/falsy normalisation guard fixes up, or None for any other node.
+
+    The guard has no early exit, it replaces a missing value: ``if x is None: x = {}``,
+    ``x = x or {}``, ``x = {} if x is None else x`` (``x`` a name or an attribute).
+    """
+    if isinstance(node, cst.If):
+        if not _is_normalising_test(node.test) or node.orelse is not None:
+            return None
+        tested = _mentions(parsed, node.test)
+        for small in _simple_statements(node.body):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(small, cst.Assign):
+                targets = [target.target for target in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                targets = [small.target]
+            for target in targets:
+                if parsed.code(target) in tested:
+                    return parsed.code(target)
+        return None
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target, value = node.targets[0].target, node.value
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        target, value = node.target, node.value
+    else:
+        return None
+    if not isinstance(target, cst.Name | cst.Attribute):
+        return None
+    name = parsed.code(target)
+    # Anywhere in the value: `x = (x or "").strip()` normalises `x` too.
+    for part in _all_nodes(value):
+        if (
+            isinstance(part, cst.BooleanOperation)
+            and isinstance(part.operator, cst.Or)
+            and parsed.code(part.left) == name
+        ):
+            return name
+        if (
+            isinstance(part, cst.IfExp)
+            and _is_guard_test(part.test)
+            and name in _mentions(parsed, part.test)
+            and name in (parsed.code(part.body), parsed.code(part.orelse))
+        ):
+            return name
+    return None
 
 
 def _exit_key(parsed: _Parsed, node: cst.Return | cst.Raise) -> str:
@@ -440,14 +520,33 @@ def _run_removed_guard(
             kept_exits = {
                 _exit_key(patched, n) for n in new_nodes if isinstance(n, cst.Return | cst.Raise)
             }
+            # A normalisation guard is kept when the variable is still fixed up, in any of the
+            # three spellings: `x = x or {}` may become `if x is None: x = {}`.
+            kept_normalised = {_normalised(patched, n) for n in new_nodes} - {None}
             old_nodes = sorted(_own_nodes(old.node.body), key=base.line)
             reported: list[range] = []
             for node in old_nodes:
-                if (
+                if base.line(node) not in change.removed_lines:
+                    continue
+                variable = _normalised(base, node)
+                if variable is not None and variable in kept_normalised:
+                    continue
+                if isinstance(node, cst.Assign | cst.AnnAssign) and variable is not None:
+                    reported.append(base.span(node))
+                    hits.append(
+                        Hit(
+                            "removed-guard",
+                            change.path,
+                            base.line(node),
+                            f"the guard `{_short(base.code(node))}` of '{qualname}' (base line "
+                            f"{base.line(node)}) is removed by the edit and absent from the "
+                            "patched function",
+                        )
+                    )
+                elif (
                     isinstance(node, cst.If)
-                    and base.line(node) in change.removed_lines
                     and _is_guard_test(node.test)
-                    and _exits_early(node.body)
+                    and (_exits_early(node.body) or variable is not None)
                     and base.code(node.test) not in kept_tests
                 ):
                     reported.append(base.span(node))
@@ -1223,9 +1322,37 @@ def withdraw(account, amount):
     return account.balance
 """
 
+_TALLY = """\
+def tally(words, counts=None):
+    if counts is None:
+        counts = {}
+    words = [word.strip().lower() for word in words]
+    words = [word for word in words if word]
+    words.sort()
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return counts
+"""
+
+_GREET = """\
+def greet(name=None):
+    name = name or "world"
+    return f"hello, {name}!"
+"""
+
+_CONNECT = """\
+DEFAULT_TIMEOUT = 5.0
+
+
+def connect(host, timeout=None):
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    return (host, timeout)
+"""
+
 _REMOVED_GUARD = Check(
     name="removed-guard",
-    description="a None/falsy/isinstance guard, early return or raise the edit removes",
+    description="a None/falsy/isinstance guard (early exit or `x = x or ...`-style "
+    "normalisation), early return or raise the edit removes",
     run=_run_removed_guard,
     valid=(
         Example(
@@ -1266,6 +1393,39 @@ def ratio(done, total):
     return round(done / total, 2)
 """,
         ),
+        # The normalisation moves down past the cleaning (its lines are removed and added
+        # again): still there.
+        Example(
+            base=_TALLY,
+            patched="""\
+def tally(words, counts=None):
+    words = [word.strip().lower() for word in words]
+    words = [word for word in words if word]
+    words.sort()
+    if counts is None:
+        counts = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return counts
+""",
+        ),
+        # Rewritten, and still filling in the missing name.
+        Example(
+            base=_GREET,
+            patched="""\
+def greet(name=None):
+    name = (name or "world").strip()
+    return f"hello, {name}!"
+""",
+        ),
+        # Respelled as an `if`: `timeout` is still fixed up when missing.
+        Example(
+            base=_CONNECT,
+            patched=_CONNECT.replace(
+                "    timeout = DEFAULT_TIMEOUT if timeout is None else timeout\n",
+                "    if timeout is None:\n        timeout = DEFAULT_TIMEOUT\n",
+            ),
+        ),
     ),
     invalid=(
         Example(
@@ -1287,6 +1447,21 @@ def display_name(user):
             base=_WITHDRAW,
             patched=_WITHDRAW.replace(
                 '        raise ValueError("insufficient funds")\n', "        pass\n"
+            ),
+        ),
+        # No early exit: the guard fills in a missing argument, and the patch drops it.
+        Example(
+            base=_TALLY,
+            patched=_TALLY.replace("    if counts is None:\n        counts = {}\n", ""),
+        ),
+        Example(
+            base=_GREET,
+            patched=_GREET.replace('    name = name or "world"\n', ""),
+        ),
+        Example(
+            base=_CONNECT,
+            patched=_CONNECT.replace(
+                "    timeout = DEFAULT_TIMEOUT if timeout is None else timeout\n", ""
             ),
         ),
     ),

@@ -6,12 +6,18 @@ they can be cached by content digest; the graph is then resolved across files.
 
 References are resolved through imports (``import a.b as c``, ``from a import b as c``),
 through ``self`` inside a class, and through local instances (``x = Cls(...)`` then
-``x.method()``) — not by bare name matching alone.
+``x.method()``) — not by bare name matching alone. A module's own top-level functions and
+classes are known before its body is read, so a call to one defined further down resolves.
+
+Star imports (``from .core import *``) cannot be expanded from one file: the facts keep the
+star-imported modules and the module's literal ``__all__``, and the names are expanded when the
+graph is resolved (``__all__`` when the source defines one, else its public top-level names).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +43,11 @@ __all__ = [
     "statement_lines",
 ]
 
-FACTS_VERSION = 2
+# Part of every cache key: bump it whenever the facts (or how a file is scanned) change, so a
+# cache written by an older version is never read as current.
+FACTS_VERSION = 3
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,9 @@ class FileFacts:
     references: tuple[Reference, ...] = ()
     parse_error: str = ""
     exports: tuple[tuple[str, str], ...] = ()  # module-level imports: (local name, target)
+    stars: tuple[tuple[str, int], ...] = ()  # ``from M import *``: (absolute M, line)
+    # A literal ``__all__`` (list/tuple of strings); None when absent or not a literal.
+    dunder_all: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +155,8 @@ def scan_file(path: str, source: str) -> FileFacts:
         tuple(collector.definitions),
         tuple(unique.values()),
         exports=tuple(sorted(collector.exports.items())),
+        stars=tuple(collector.stars),
+        dunder_all=collector.dunder_all_names(),
     )
 
 
@@ -155,6 +170,8 @@ def facts_to_dict(facts: FileFacts) -> dict[str, Any]:
         ],
         "references": [[r.target, r.line, r.scope, r.kind] for r in facts.references],
         "exports": [list(e) for e in facts.exports],
+        "stars": [list(s) for s in facts.stars],
+        "dunder_all": list(facts.dunder_all) if facts.dunder_all is not None else None,
     }
 
 
@@ -166,6 +183,8 @@ def facts_from_dict(data: Mapping[str, Any]) -> FileFacts:
         definitions=tuple(Definition(*d) for d in data["definitions"]),
         references=tuple(Reference(*r) for r in data["references"]),
         exports=tuple((a, b) for a, b in data.get("exports", [])),
+        stars=tuple((m, int(line)) for m, line in data.get("stars", [])),
+        dunder_all=None if data.get("dunder_all") is None else tuple(data["dunder_all"]),
     )
 
 
@@ -278,31 +297,87 @@ def _callers(
     full: str, kind: str, graph: Mapping[str, FileFacts], exclude: tuple[str, Definition]
 ) -> tuple[list[str], list[str]]:
     path, definition = exclude
-    exports = _exports(graph)
+    by_module = _by_module(graph)
+    exports = _exports(graph, by_module)
     callers: list[str] = []
     tests: list[str] = []
+
+    def reaches(target: str) -> bool:
+        target = _canonical(target, exports)
+        return target == full or (kind == "class" and target.startswith(full + "."))
+
     for other_path in sorted(graph):
         facts = graph[other_path]
+        lines: set[int] = set()
         for ref in facts.references:
-            target = _canonical(ref.target, exports)
-            if target != full and not (kind == "class" and target.startswith(full + ".")):
+            if not reaches(ref.target):
                 continue
             if other_path == path and definition.start <= ref.line <= definition.end:
                 continue  # its own body (recursion, self-references) is not a caller
-            label = f"{other_path}:{ref.line}"
-            if label not in callers:
-                callers.append(label)
+            lines.add(ref.line)
             if is_test_path(other_path) and ref.scope:
                 test = _test_nodeid(other_path, ref.scope)
                 if test and test not in tests:
                     tests.append(test)
+        # A star import that brings the symbol in counts like ``from M import name`` would.
+        own = _own_names(facts)
+        for star, line in facts.stars:
+            names = _star_names(star, by_module) - own
+            if any(reaches(f"{star}.{name}") for name in names):
+                lines.add(line)
+        callers.extend(f"{other_path}:{line}" for line in sorted(lines))
     return callers, tests
 
 
-def _exports(graph: Mapping[str, FileFacts]) -> dict[str, str]:
-    """Names a module re-exports (``from .stats import mean`` in ``pkg/__init__.py``)."""
+def _by_module(graph: Mapping[str, FileFacts]) -> dict[str, FileFacts]:
+    # Two files can claim one module name (``pkg/`` and ``src/pkg/``): the first path wins, so
+    # the choice does not depend on the mapping's order.
+    out: dict[str, FileFacts] = {}
+    for path in sorted(graph):
+        out.setdefault(graph[path].module, graph[path])
+    return out
+
+
+def _own_names(facts: FileFacts) -> set[str]:
+    """Module-level names a module binds itself (imports by name, functions, classes)."""
+    own = {local for local, _ in facts.exports}
+    own.update(d.qualname for d in facts.definitions if "." not in d.qualname)
+    return own
+
+
+def _star_names(
+    module: str, by_module: Mapping[str, FileFacts], seen: frozenset[str] = frozenset()
+) -> set[str]:
+    """The names ``from module import *`` binds: its ``__all__``, else its public top-level names
+    (its functions, classes, imported names and what its own star imports bring)."""
+    facts = by_module.get(module)
+    if facts is None or module in seen:  # outside the repository, or an import cycle
+        return set()
+    if facts.dunder_all is not None:
+        return set(facts.dunder_all)
+    names = _own_names(facts)
+    for star, _ in facts.stars:
+        names |= _star_names(star, by_module, seen | {module})
+    return {n for n in names if not n.startswith("_")}
+
+
+def _exports(
+    graph: Mapping[str, FileFacts], by_module: Mapping[str, FileFacts] | None = None
+) -> dict[str, str]:
+    """Names a module re-exports (``from .stats import mean`` or ``from .stats import *`` in
+    ``pkg/__init__.py``)."""
+    by_module = _by_module(graph) if by_module is None else by_module
     out: dict[str, str] = {}
     for facts in graph.values():
+        own = _own_names(facts)
+        for star, _ in facts.stars:
+            if not facts.module or star == facts.module:
+                continue
+            for name in sorted(_star_names(star, by_module)):
+                # A name the module binds itself wins over a star's; a later star over an
+                # earlier one, as at import time (close enough: the order of binding is lost).
+                if name not in own:
+                    out[f"{facts.module}.{name}"] = f"{star}.{name}"
         for local, target in facts.exports:
             name = f"{facts.module}.{local}" if facts.module else local
             if name != target:
@@ -339,6 +414,7 @@ class _Scope:
     qualname: str
     kind: str  # "module" | "class" | "function"
     instances: dict[str, str] = field(default_factory=dict)  # local name -> class target
+    bound: set[str] = field(default_factory=set)  # parameters and assigned local names
 
 
 class _Collector(cst.CSTVisitor):
@@ -357,6 +433,22 @@ class _Collector(cst.CSTVisitor):
         self.references: list[Reference] = []
         self.scopes: list[_Scope] = [_Scope("", "module")]
         self.exports: dict[str, str] = {}
+        self.stars: list[tuple[str, int]] = []
+        self.dunder_all: list[str] | None = None
+        self.dunder_all_opaque = False  # assigned or extended with something not a literal
+        self.has_star = False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # Names are looked up when the code runs, not when it is read: a function may call one
+        # defined below it. Bind the module's own functions, classes and star imports first.
+        defs, self.has_star = _module_level(node)
+        for name in defs:
+            self.local_defs[name] = f"{self.module}.{name}" if self.module else name
+
+    def dunder_all_names(self) -> tuple[str, ...] | None:
+        if self.dunder_all is None or self.dunder_all_opaque:
+            return None  # a star import then takes every public name: better too many than none
+        return tuple(dict.fromkeys(self.dunder_all))
 
     # -- positions --------------------------------------------------------------------
     def _range(self, node: Any) -> tuple[int, int]:
@@ -373,6 +465,8 @@ class _Collector(cst.CSTVisitor):
         self.definitions.append(Definition(qual, "class", start, end, ""))
         if len(self.scopes) == 1:
             self.local_defs[node.name.value] = f"{self.module}.{qual}"
+        else:
+            self.scopes[-1].bound.add(node.name.value)
         self.scopes.append(_Scope(qual, "class"))
 
     def leave_ClassDef(self, original_node: Any) -> None:
@@ -386,7 +480,15 @@ class _Collector(cst.CSTVisitor):
         )
         if len(self.scopes) == 1:
             self.local_defs[node.name.value] = f"{self.module}.{qual}"
+        else:
+            self.scopes[-1].bound.add(node.name.value)
         scope = _Scope(qual, "function")
+        params = node.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            scope.bound.add(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.bound.add(star.name.value)
         # A parameter annotated with a class is an instance of it: ``def f(inv: Stock)``.
         for param in [*node.params.params, *node.params.kwonly_params]:
             if param.annotation is not None:
@@ -414,7 +516,7 @@ class _Collector(cst.CSTVisitor):
             if alias.asname is not None and len(self.scopes) == 1:
                 self.exports[_dotted(alias.asname.name)] = target
 
-    def visit_ImportFrom(self, node: Any) -> None:
+    def visit_ImportFrom(self, node: Any) -> bool:
         base = _dotted(node.module) if node.module is not None else ""
         level = len(node.relative)
         if level:
@@ -422,7 +524,10 @@ class _Collector(cst.CSTVisitor):
             package = package[: len(package) - (level - 1)] if level > 1 else package
             base = ".".join([*package, base] if base else package)
         if isinstance(node.names, cst.ImportStar):
-            return
+            # Python allows a star import only at module level; the names are expanded later.
+            if base and len(self.scopes) == 1:
+                self.stars.append((base, self._line(node)))
+            return False
         for alias in node.names:
             name = _dotted(alias.name)
             local = _dotted(alias.asname.name) if alias.asname is not None else name
@@ -431,10 +536,65 @@ class _Collector(cst.CSTVisitor):
             if len(self.scopes) == 1:
                 self.exports[local] = target
             self.references.append(Reference(target, self._line(node), self._scope(), "import"))
+        # Its children only spell what was just recorded; the dotted module name is no use of
+        # anything (and in a star-importing module its head would pass for a global).
+        return False
+
+    # -- local bindings and __all__ --------------------------------------------------------
+    def _bind(self, target: cst.BaseExpression) -> None:
+        # Only inside functions and classes: at module level an unresolved name *is* a global
+        # of this module, which is what a star import may supply.
+        if len(self.scopes) > 1:
+            self.scopes[-1].bound.update(_target_names(target))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+        if node.value is not None:
+            self._set_all(node.target, node.value, extend=False)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+        if isinstance(node.operator, cst.AddAssign):
+            self._set_all(node.target, node.value, extend=True)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        # Bound in the enclosing scope, a little wider than Python's: it only keeps such a
+        # name from passing for a star-imported global.
+        for param in [*node.params.posonly_params, *node.params.params]:
+            self._bind(param.name)
+
+    def _set_all(self, target: cst.BaseExpression, value: cst.BaseExpression, extend: bool) -> None:
+        is_all = isinstance(target, cst.Name) and target.value == "__all__"
+        if len(self.scopes) != 1 or not is_all:
+            return
+        names = _literal_strings(value)
+        if names is None:
+            self.dunder_all_opaque = True
+        elif extend:
+            self.dunder_all = [*(self.dunder_all or []), *names]
+        else:
+            self.dunder_all = names
 
     # -- references ------------------------------------------------------------------------
     def visit_Assign(self, node: Any) -> None:
         value = node.value
+        for assign in node.targets:
+            self._set_all(assign.target, value, extend=False)
         if isinstance(value, cst.Call):
             target = self._resolve(value.func)
             if target and target.rpartition(".")[2][:1].isupper():
@@ -443,7 +603,22 @@ class _Collector(cst.CSTVisitor):
                         self.scopes[-1].instances[assign.target.value] = target
 
     def visit_Call(self, node: Any) -> None:
-        target = self._resolve(node.func)
+        func = node.func
+        if (  # __all__.extend([...]) / __all__.append("name") at module level
+            len(self.scopes) == 1
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "__all__"
+            and func.attr.value in ("extend", "append")
+        ):
+            arg = node.args[0].value if len(node.args) == 1 else None
+            if func.attr.value == "append" and arg is not None:
+                arg = cst.List([cst.Element(arg)])
+            if arg is None:
+                self.dunder_all_opaque = True
+            else:
+                self._set_all(func.value, arg, extend=True)
+        target = self._resolve(func)
         if target:
             self.references.append(Reference(target, self._line(node), self._scope(), "call"))
 
@@ -475,6 +650,10 @@ class _Collector(cst.CSTVisitor):
                 return self.aliases[name]
             if name in self.local_defs:
                 return self.local_defs[name]
+            if self.has_star and self.module and name not in _BUILTINS and not self._is_local(name):
+                # Perhaps bound by the star import: name it as this module's global, which the
+                # graph maps to its source (``tests.test_x.helper`` -> ``pkg.core.helper``).
+                return f"{self.module}.{name}"
             return None
         if isinstance(expr, cst.Attribute):
             if isinstance(expr.value, cst.Name) and expr.value.value == "self":
@@ -487,11 +666,60 @@ class _Collector(cst.CSTVisitor):
             return owner
         return None
 
+    def _is_local(self, name: str) -> bool:
+        return any(name in scope.bound for scope in self.scopes[1:])
+
     def _enclosing_class(self) -> str | None:
         for scope in reversed(self.scopes):
             if scope.kind == "class":
                 return scope.qualname
         return None
+
+
+def _module_level(module: cst.Module) -> tuple[list[str], bool]:
+    """Names of the functions and classes bound at module level (also inside a top-level
+    ``if``/``try``/``with``/loop), and whether the module has a star import."""
+    names: list[str] = []
+    has_star = False
+    stack: list[cst.CSTNode] = list(module.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            names.append(node.name.value)
+            continue  # what they hold is not module level
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            has_star = True
+        if not isinstance(node, cst.BaseExpression):  # expressions hold no statements
+            stack.extend(node.children)
+    return names, has_star
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.Tuple | cst.List):
+        return [n for element in target.elements for n in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _literal_strings(value: cst.BaseExpression) -> list[str] | None:
+    """The strings of a literal list or tuple of strings; None for anything else."""
+    if not isinstance(value, cst.List | cst.Tuple):
+        return None
+    out: list[str] = []
+    for element in value.elements:
+        item = element.value
+        text = (
+            item.evaluated_value
+            if isinstance(item, cst.SimpleString | cst.ConcatenatedString)
+            else None
+        )
+        if isinstance(element, cst.StarredElement) or not isinstance(text, str):
+            return None
+        out.append(text)
+    return out
 
 
 def _dotted(node: Any) -> str:

@@ -112,6 +112,55 @@ def test_a_removed_guard_reports_its_base_line_and_says_so() -> None:
     assert hit.line == 3 and "base line 3" in hit.message and "'A.f'" in hit.message
 
 
+@pytest.mark.parametrize(
+    ("base", "patched", "line"),
+    [
+        (
+            "def f(x=None):\n    if x is None: x = []\n    return x\n",
+            "def f(x=None):\n    return x\n",
+            2,
+        ),
+        (
+            "class A:\n    def f(self):\n        self.items = self.items or []\n"
+            "        return self.items\n",
+            "class A:\n    def f(self):\n        return self.items\n",
+            3,
+        ),
+        (
+            "def f(x=None):\n    x: int = x if x is not None else 0\n    return x\n",
+            "def f(x=None):\n    return x\n",
+            2,
+        ),
+    ],
+    ids=["one-line-if", "attribute-or", "annotated-if-expression"],
+)
+def test_a_removed_normalisation_guard_is_a_hit_at_its_base_line(
+    base: str, patched: str, line: int
+) -> None:
+    [hit] = _run("removed-guard", [changes_from_sources("m.py", base, patched)])
+    assert hit.line == line and f"base line {line}" in hit.message
+
+
+@pytest.mark.parametrize(
+    "patched",
+    [
+        "def f(x=None):\n    if not x:\n        x = {}\n    return x\n",
+        "def f(x=None):\n    x = {} if x is None else x\n    return x\n",
+    ],
+    ids=["as-if", "as-if-expression"],
+)
+def test_a_normalisation_guard_respelled_is_kept(patched: str) -> None:
+    base = "def f(x=None):\n    x = x or {}\n    return x\n"
+    assert _run("removed-guard", [changes_from_sources("m.py", base, patched)]) == []
+
+
+def test_a_conditional_transform_of_a_present_value_is_not_a_guard() -> None:
+    # `if x:` fixes up nothing missing: dropping the strip changes behaviour, exposes no None.
+    base = "def f(x):\n    if x:\n        x = x.strip()\n    return x\n"
+    patched = "def f(x):\n    return x\n"
+    assert _run("removed-guard", [changes_from_sources("m.py", base, patched)]) == []
+
+
 def test_a_swallowing_handler_the_edit_only_reindents_is_not_a_hit() -> None:
     base = "def f(g):\n    try:\n        g()\n    except Exception:\n        pass\n"
     patched = (

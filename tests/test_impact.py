@@ -10,13 +10,20 @@ import pytest
 
 from pytest_critic22.diffparse import parse_patch
 from pytest_critic22.engage import Thresholds, decide_engage
-from pytest_critic22.evidence import build_graph, gather_impact
+from pytest_critic22.evidence import Impact, build_graph, gather_impact
 from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.impact import bound_evidence, module_name, scan_file, statement_lines
+from pytest_critic22.impact import (
+    bound_evidence,
+    edit_impact,
+    module_name,
+    scan_file,
+    statement_lines,
+)
 from pytest_critic22.ledger import read_events
 from pytest_critic22.samples import SAMPLES_DIR, case_dir
 from tests.e2e import make_sample
 from tests.fake_llm import fake_llm
+from tests.helpers import write
 
 INVENTORY_CASE = case_dir("inventory", "remove-off-by-one")
 
@@ -87,6 +94,166 @@ def test_a_re_export_and_an_aliased_import_resolve_to_the_definition() -> None:
     )
     assert symbol.name == "pkg.core.run"
     assert symbol.callers == ("app.py:2", "app.py:4", "app.py:5", "pkg/__init__.py:1")
+
+
+def package_impact(tmp_path: Path, files: dict[str, str], edited: dict[str, str]) -> Impact:
+    """``files`` committed as the base tree, ``edited`` applied on a copy: the diff's impact."""
+    base = tmp_path / "base"
+    write(base, dict(files))
+    init_repo(base)
+    patched = tmp_path / "patched"
+    shutil.copytree(base, patched)
+    write(patched, dict(edited))
+    diff = git(["diff", "--no-ext-diff"], patched).stdout
+    return gather_impact(parse_patch(diff), base, patched, None)
+
+
+FORWARD = {
+    "src/pkg/__init__.py": "",
+    "src/pkg/core.py": (
+        "def public(x):\n    return _helper(x)\n\n\ndef _helper(x):\n    return x + 1\n"
+    ),
+    "tests/test_core.py": (
+        "from pkg.core import _helper, public\n"
+        "\n"
+        "\n"
+        "def test_public():\n"
+        "    assert public(1) == 2\n"
+        "\n"
+        "\n"
+        "def test_helper():\n"
+        "    assert _helper(2) == 3\n"
+    ),
+}
+
+
+def test_a_call_to_a_function_defined_further_down_the_module_is_a_caller(
+    tmp_path: Path,
+) -> None:
+    core = FORWARD["src/pkg/core.py"].replace("return x + 1", "return 1 + x")
+    impact = package_impact(tmp_path, FORWARD, {"src/pkg/core.py": core})
+    (symbol,) = impact.symbols["e1"]
+    assert symbol.name == "pkg.core._helper"
+    # core.py:2 is the call in `public`, which comes before `def _helper`.
+    assert symbol.callers == ("src/pkg/core.py:2", "tests/test_core.py:1", "tests/test_core.py:9")
+    assert symbol.tests == ("tests/test_core.py::test_helper",)
+    assert impact.preservation_tests == ("tests/test_core.py::test_helper",)
+
+
+STAR = {
+    "src/pkg/__init__.py": "from .core import *\n",
+    "src/pkg/core.py": (
+        '__all__ = ["helper"]\n'
+        "\n"
+        "\n"
+        "def helper(x):\n"
+        "    return x * 2\n"
+        "\n"
+        "\n"
+        "def unlisted(x):\n"
+        "    return x\n"
+    ),
+    "tests/test_x.py": (
+        "import pkg\n"
+        "from pkg import helper\n"
+        "\n"
+        "\n"
+        "def test_through_the_package():\n"
+        "    assert pkg.helper(1) == 2\n"
+        "\n"
+        "\n"
+        "def test_imported_from_the_package():\n"
+        "    assert helper(2) == 4\n"
+    ),
+}
+
+
+def test_a_relative_star_re_export_links_the_package_tests_to_the_definition(
+    tmp_path: Path,
+) -> None:
+    core = STAR["src/pkg/core.py"].replace("x * 2", "2 * x")
+    impact = package_impact(tmp_path, STAR, {"src/pkg/core.py": core})
+    (symbol,) = impact.symbols["e1"]
+    assert symbol.name == "pkg.core.helper"
+    assert symbol.callers == (
+        "src/pkg/__init__.py:1",  # the star import itself, like `from .core import helper`
+        "tests/test_x.py:2",
+        "tests/test_x.py:6",  # pkg.helper(1)
+        "tests/test_x.py:10",  # helper(2), imported from pkg
+    )
+    expected = (
+        "tests/test_x.py::test_through_the_package",
+        "tests/test_x.py::test_imported_from_the_package",
+    )
+    assert symbol.tests == expected
+    assert impact.preservation_tests == expected
+
+
+ABSOLUTE_STAR = {
+    "pkg/__init__.py": "from pkg.core import *\n",
+    "pkg/core.py": ("def helper(x):\n    return _scale(x)\n\n\ndef _scale(x):\n    return x * 2\n"),
+    "tests/test_star.py": (
+        "from pkg import *\n"
+        "\n"
+        "\n"
+        "def test_star_imported():\n"
+        "    result = helper(1)\n"
+        "    assert result.real == 2\n"
+    ),
+}
+
+
+def test_an_absolute_star_re_export_without_all_and_a_star_importing_test(
+    tmp_path: Path,
+) -> None:
+    core = ABSOLUTE_STAR["pkg/core.py"].replace("return _scale(x)", "return _scale(x) + 0")
+    impact = package_impact(tmp_path, ABSOLUTE_STAR, {"pkg/core.py": core})
+    (symbol,) = impact.symbols["e1"]
+    assert symbol.name == "pkg.core.helper"
+    # The test's bare `helper` comes from `from pkg import *`, and pkg's from pkg.core's.
+    assert symbol.callers == ("pkg/__init__.py:1", "tests/test_star.py:1", "tests/test_star.py:5")
+    assert symbol.tests == ("tests/test_star.py::test_star_imported",)
+    assert impact.preservation_tests == ("tests/test_star.py::test_star_imported",)
+
+
+def test_a_star_import_takes_all_else_the_public_names_and_yields_to_own_names() -> None:
+    sources = {
+        "pkg/__init__.py": "from pkg.a import *\nfrom pkg.b import *\n\n\ndef mine():\n    pass\n",
+        "pkg/a.py": "__all__ = ('listed',)\n\n\ndef listed():\n    pass\n\n\ndef unlisted():\n"
+        "    pass\n",
+        "pkg/b.py": "def public():\n    pass\n\n\ndef _private():\n    pass\n\n\ndef mine():\n"
+        "    pass\n",
+        "app.py": (
+            "import pkg\n\npkg.listed()\npkg.unlisted()\npkg.public()\npkg._private()\npkg.mine()\n"
+        ),
+    }
+    graph = {path: scan_file(path, text) for path, text in sources.items()}
+
+    def callers(path: str, qualname: str) -> tuple[str, ...]:
+        facts = graph[path]
+        (definition,) = [d for d in facts.definitions if d.qualname == qualname]
+        lines = [definition.start]
+        (symbol,) = edit_impact(path, facts, facts, lines, lines, graph)
+        return symbol.callers
+
+    assert callers("pkg/a.py", "listed") == ("app.py:3", "pkg/__init__.py:1")
+    assert callers("pkg/a.py", "unlisted") == ()  # not in __all__
+    assert callers("pkg/b.py", "public") == ("app.py:5", "pkg/__init__.py:2")
+    assert callers("pkg/b.py", "_private") == ()  # no __all__: private names stay behind
+    assert callers("pkg/b.py", "mine") == ()  # pkg defines its own `mine`
+    assert callers("pkg/__init__.py", "mine") == ("app.py:7",)
+
+
+def test_star_import_facts_survive_the_cache(tmp_path: Path) -> None:
+    write(tmp_path, dict(STAR))
+    init_repo(tmp_path)
+    cache = tmp_path.parent / "star-cache"
+    cold, _ = build_graph(tmp_path, cache)
+    warm, hits = build_graph(tmp_path, cache)
+    assert hits == 3 and warm == cold
+    assert warm["src/pkg/__init__.py"].stars == (("pkg.core", 1),)
+    assert warm["src/pkg/core.py"].dunder_all == ("helper",)
+    assert warm["tests/test_x.py"].dunder_all is None
 
 
 def test_a_file_that_does_not_parse_is_listed_not_fatal() -> None:
