@@ -47,3 +47,14 @@ def git_repo(tmp_path: Path) -> Path:
     repo.mkdir()
     git(["init", "-q", "-b", "main"], repo)
     return repo
+
+
+@pytest.fixture(params=["bwrap", "rlimits"])
+def sandbox(request: pytest.FixtureRequest) -> object:
+    """Each sandbox mode in turn (bubblewrap is required in CI, skipped elsewhere without it)."""
+    from pytest_critic22.sandbox import resolve
+    from tests.sandboxes import bwrap_or_skip
+
+    if request.param == "bwrap":
+        return bwrap_or_skip()
+    return resolve("rlimits")

@@ -1,16 +1,16 @@
 """Running pytest inside a tree, in a subprocess we do not trust.
 
-The child runs in its own process group (a timeout or Ctrl-C kills the whole group),
-under CPU-time, address-space and process-count limits, with an environment from which
-everything that looks like a secret has been removed. Results come from a JUnit XML
-report, never from scraped terminal text.
+The child runs in the sandbox (:mod:`pytest_critic22.sandbox`: bubblewrap namespaces, or
+the rlimits fallback), in its own process group (a timeout or Ctrl-C kills the whole
+group), under CPU-time, address-space and process-count limits, with an allow-listed
+environment. Results come from a JUnit XML report, never from scraped terminal text, and
+the output tail kept for reports is scrubbed of credentials.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,62 +20,37 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pytest_critic22.verify import RunResult
+from pytest_critic22.sandbox import (
+    CHILD_HOME,
+    CHILD_TMP,
+    Sandbox,
+    bwrap_argv,
+    child_env,
+    resolve,
+)
+from pytest_critic22.scrub import is_secret_name, scrub
+from pytest_critic22.verify import RunResult, RunStatus
 
 __all__ = [
     "RunResult",
     "clean_env",
     "cpu_slot",
+    "default_sandbox",
     "detect_pythonpath",
     "is_secret_name",
     "run_pytest",
+    "scrubbed_tail",
     "spawn_python",
 ]
 
-_SECRET_WORDS = re.compile(
-    r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|CERT", re.I
-)
-_PROVIDER_PREFIXES = (
-    "OPENAI",
-    "ANTHROPIC",
-    "AZURE",
-    "AWS",
-    "GOOGLE",
-    "GCP",
-    "GEMINI",
-    "VERTEX",
-    "COHERE",
-    "MISTRAL",
-    "GROQ",
-    "HF_",
-    "HUGGINGFACE",
-    "LITELLM",
-    "DEEPSEEK",
-    "TOGETHER",
-    "OPENROUTER",
-    "REPLICATE",
-    "PERPLEXITY",
-    "FIREWORKS",
-    "XAI",
-    "OLLAMA",
-    "BEDROCK",
-    "GITHUB",
-    "GH_",
-    "GITLAB",
-    "CRITIC22_MODEL",
-    "NPM_",
-    "PYPI",
-    "TWINE",
-    "DOCKER",
-    "SSH_",
-    "GPG_",
-    "CI_JOB",
-)
-_PYTEST_VARS = re.compile(r"^(PYTEST_|PYTEST$|COV_CORE_|COVERAGE_|PYTHONPATH$|PYTHONSTARTUP$)")
-
 # The launcher sets limits, then becomes pytest: limits without preexec_fn (thread-safe).
 _LAUNCHER = """\
-import os, resource, sys
+import os, resource, signal, sys
+try:  # die with the controller even under SIGKILL (bwrap does this itself; rlimits needs it)
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
 def _set(limit, value):
     try:
         soft, hard = resource.getrlimit(limit)
@@ -94,20 +69,11 @@ os.execv(sys.executable, [sys.executable, *sys.argv[4:]])
 """
 
 
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return bool(_SECRET_WORDS.search(upper)) or upper.startswith(_PROVIDER_PREFIXES)
-
-
-def clean_env(base: Mapping[str, str], pythonpath: Sequence[Path]) -> dict[str, str]:
-    """The child's environment: no secrets, no pytest/xdist/coverage steering, the tree first."""
-    env = {k: v for k, v in base.items() if not is_secret_name(k) and not _PYTEST_VARS.match(k)}
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONHASHSEED"] = "0"
-    env["PY_COLORS"] = "0"
-    env.pop("PYTEST_ADDOPTS", None)
-    return env
+def clean_env(
+    base: Mapping[str, str], pythonpath: Sequence[Path], pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """The child's environment, from an allow-list (see :func:`sandbox.child_env`)."""
+    return child_env(base, pythonpath, home=CHILD_HOME, pass_env=pass_env)
 
 
 def detect_pythonpath(tree: Path, override: Sequence[str] = ()) -> list[Path]:
@@ -133,14 +99,27 @@ def run_pytest(
     extra_env: Mapping[str, str] | None = None,
     module: Sequence[str] = (),
     plugins: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
+    writable: Sequence[Path] = (),
+    scratch: Path | None = None,
 ) -> RunResult:
     """Run ``python -m pytest ARGS`` in ``tree``; never hangs past ``timeout``.
 
     ``module`` wraps pytest (``["coverage", "run", ..., "-m"]`` runs it under coverage);
     ``plugins`` are extra ``-p`` plugins for the child (our tracer); ``extra_env`` is
-    added after the environment was cleaned (a hash seed, the tracer's settings).
+    added after the environment was built (a hash seed, the tracer's settings);
+    ``writable`` are folders besides the tree the child may write (a coverage data file,
+    a trace); ``scratch`` is where the run's temporary folders go (default: the temp dir).
+    ``args`` must already be checked (node ids are data, see :mod:`nodeids`); as a last
+    line of defence an argument starting with ``@`` is refused: pytest reads it as a file of
+    more arguments (``@x.py`` reads ``x.py``), so a tree holding both files could smuggle
+    options, or tests outside the tree, past every node id check.
     """
-    with tempfile.TemporaryDirectory(prefix="critic22-run-") as tmp:
+    for arg in args:
+        if arg.startswith("@"):
+            reason = f"refused to run: {arg!r} would be read by pytest as a file of arguments"
+            return RunResult("error", reason, None, 0.0)
+    with tempfile.TemporaryDirectory(prefix="critic22-run-", dir=_scratch(scratch)) as tmp:
         junit = Path(tmp) / "junit.xml"
         python_args = [
             "-m",
@@ -159,6 +138,7 @@ def run_pytest(
             "-o",
             "junit_logging=no",
             "--color=no",
+            *_no_measurement(),
             *args,
         ]
         code, out, seconds = spawn_python(
@@ -170,10 +150,18 @@ def run_pytest(
             max_processes=max_processes,
             env=env,
             extra_env=extra_env,
+            sandbox=sandbox,
+            writable=[Path(tmp), *writable],
+            scratch=scratch,
         )
         if code is None:
             return RunResult("error", f"timed out after {timeout:g}s", None, seconds, output=out)
         return _interpret(code, junit, out, seconds)
+
+
+def default_sandbox() -> Sandbox:
+    """What a caller that does not say gets: bubblewrap when it works here."""
+    return resolve("auto")
 
 
 def spawn_python(
@@ -186,9 +174,16 @@ def spawn_python(
     max_processes: int = 256,
     env: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    writable: Sequence[Path] = (),
+    scratch: Path | None = None,
 ) -> tuple[int | None, str, float]:
-    """``python ARGS`` in ``tree``, sandboxed: (exit code or None on timeout, output tail, s)."""
-    command = [
+    """``python ARGS`` in ``tree``, sandboxed: (exit code or None on timeout, output tail, s).
+
+    The output tail is scrubbed of credentials before anything can record it.
+    """
+    box = sandbox or default_sandbox()
+    launcher = [
         sys.executable,
         "-c",
         _LAUNCHER,
@@ -197,13 +192,50 @@ def spawn_python(
         str(max_processes),
         *python_args,
     ]
-    child_env = clean_env(os.environ if env is None else env, pythonpath)
-    child_env.update(extra_env or {})
+    base_env = os.environ if env is None else env
+    with contextlib.ExitStack() as stack:
+        if box.isolated:
+            home, tmp = CHILD_HOME, CHILD_TMP
+            command = bwrap_argv(launcher, tree=tree, writable=writable)
+        else:
+            # No private /tmp here: a fresh, empty HOME keeps ~/.netrc and friends out of
+            # the child's default paths, and its own TMPDIR (in the run's scratch, pruned
+            # with it even after a kill -9) keeps what its tests write out of the temp dir.
+            own = Path(
+                stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="critic22-child-", dir=_scratch(scratch))
+                )
+            )
+            (own / "home").mkdir()
+            (own / "tmp").mkdir()
+            home, tmp = str(own / "home"), str(own / "tmp")
+            command = launcher
+        child = child_env(base_env, pythonpath, home=home, tmp=tmp, pass_env=box.pass_env)
+        child["CRITIC22_SANDBOX"] = box.mode
+        child.update(extra_env or {})
+        code, out, seconds = _supervise(command, tree, child, timeout)
+    return code, scrubbed_tail(out, base_env), seconds
+
+
+def scrubbed_tail(out: bytes | None, environ: Mapping[str, str], limit: int = 4000) -> str:
+    """The output's tail, credentials masked. Scrubbed before it is cut, with a margin, so a
+    secret straddling the cut is masked whole rather than leaking its end."""
+    text = (out or b"").decode("utf-8", "replace")
+    window = text if len(text) <= limit + _MARGIN else text[-(limit + _MARGIN) :]
+    return tail_text(scrub(window, environ).encode("utf-8"), limit)
+
+
+_MARGIN = 1024  # longer than any credential
+
+
+def _supervise(
+    command: Sequence[str], tree: Path, env: Mapping[str, str], timeout: float
+) -> tuple[int | None, bytes, float]:
     start = time.monotonic()
     proc = subprocess.Popen(
         command,
         cwd=tree,
-        env=child_env,
+        env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -213,22 +245,53 @@ def spawn_python(
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return None, tail_text(drain(proc)), time.monotonic() - start
+        return None, drain(proc), time.monotonic() - start
     except BaseException:  # Ctrl-C and friends: leave no child behind
         _kill_group(proc)
         raise
     finally:
         _kill_group(proc)  # grandchildren that outlived the child
-    return proc.returncode, tail_text(out), time.monotonic() - start
+    return proc.returncode, out or b"", time.monotonic() - start
+
+
+def _scratch(folder: Path | None) -> str | None:
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
+def _no_measurement() -> list[str]:
+    """Options that keep the project's measurement plugins out of a child's verdict: its
+    ``addopts`` may say ``--cov --cov-fail-under=99``, which fails a run whose tests all
+    passed. Only the engage decision's coverage run measures, with coverage.py itself."""
+    import importlib.util
+
+    return ["--no-cov"] if importlib.util.find_spec("pytest_cov") is not None else []
 
 
 def _interpret(code: int, junit: Path, output: str, seconds: float) -> RunResult:
+    """The run's verdict from its per-test outcomes; the exit status only where no test
+    outcome says anything (a usage error, no tests, an internal error, a kill)."""
     tests = _read_junit(junit)
+    statuses = set(tests.values())
+    if code >= 0 and code not in (2, 3, 4, 5) and tests:
+        note = ""
+        if "failed" in statuses:
+            status: RunStatus = "failed"
+        elif "error" in statuses:
+            return RunResult(
+                "error", "errors during collection or setup", code, seconds, tests, output
+            )
+        else:
+            status = "passed"
+        if (code == 0) != (status == "passed"):
+            # e.g. a coverage threshold, a plugin's session-finish hook, warnings as errors
+            note = f"exit status {code} ignored: the per-test outcomes decide ({status})"
+        return RunResult(status, "", code, seconds, tests, output, note=note)
     if code == 0:
         return RunResult("passed", "", code, seconds, tests, output)
     if code == 1:
-        if any(v == "failed" for v in tests.values()):
-            return RunResult("failed", "", code, seconds, tests, output)
         return RunResult("error", "errors during collection or setup", code, seconds, tests, output)
     reasons = {
         2: "the run was interrupted (errors during collection?)",

@@ -19,14 +19,16 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 
-__all__ = ["TreeError", "TreeSet", "Variant", "prune_stale", "trees_root"]
+__all__ = ["TreeError", "TreeSet", "Variant", "prune_stale", "trees_root", "write_in_tree"]
 
 _READY = ".ready"  # beside the tree, so the tree holds only the code
 _OWNER = "owner.json"
+_LOCK = "worktree.lock"
 
 
 class TreeError(RuntimeError):
@@ -72,11 +74,22 @@ class TreeSet:
         self.base_commit = base_commit
         self.root = trees_root(repo) / run_id
         self._made: dict[str, Path] = {}
+        self.setup = TreeSetup()
+
+    @property
+    def scratch(self) -> Path:
+        """The run's temporary folders (JUnit reports, homes, traces): pruned with its trees."""
+        return self.root / "scratch"
+
+    @property
+    def slots(self) -> Path:
+        """The run's CPU slots (lock files) shared by its xdist workers."""
+        return self.root / "slots"
 
     def claim(self) -> None:
         """Mark the run's folder as owned by this (controller) process."""
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / _OWNER).write_text(json.dumps({"pid": os.getpid()}))
+        (self.root / _OWNER).write_text(json.dumps(_identity(os.getpid())))
 
     def get(self, variant: Variant) -> Path:
         if variant.name in self._made:
@@ -98,12 +111,21 @@ class TreeSet:
         for number, patch in enumerate(variant.patches, 1):
             if not patch:
                 continue
-            done = git(["apply", "--whitespace=nowarn", "-"], path, input=patch, check=False)
+            # A critic's repair may miscount its hunks: recount, still checking the context.
+            recount = ["--recount"] if number == 2 else []
+            done = git(
+                ["apply", "--whitespace=nowarn", *recount, "-"], path, input=patch, check=False
+            )
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
                 self._remove_tree(path)
                 what = "the repair" if number == 2 else "the patch"
                 raise TreeError(f"{what} does not apply for the {variant.name} tree: {first}")
+        try:
+            self.setup.prepare(self.repo, path, variant.name, scratch=self.scratch)
+        except TreeError:
+            self._remove_tree(path)
+            raise
         (self.root / f"{variant.name}{_READY}").write_text(str(path))
 
     def check_applies(self, patch: ParsedPatch) -> str | None:
@@ -115,7 +137,8 @@ class TreeSet:
         return None
 
     def remove_all(self) -> None:
-        """Remove every tree of this run and forget them in the repository."""
+        """Remove every tree of this run and forget them in the repository; remove the
+        repository's folder too when no other run uses it."""
         if self.root.exists():
             for child in sorted(self.root.iterdir()):
                 if child.is_dir():
@@ -123,6 +146,7 @@ class TreeSet:
             shutil.rmtree(self.root, ignore_errors=True)
         git(["worktree", "prune"], self.repo, check=False)
         self._made.clear()
+        _remove_if_unused(self.root.parent)
 
     def _remove_tree(self, path: Path) -> None:
         git(["worktree", "remove", "--force", "--force", str(path)], self.repo, check=False)
@@ -132,44 +156,222 @@ class TreeSet:
     def _lock(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
         # Repository-wide, not per run: two runs on one repository also race on config.lock.
-        lock_path = self.root.parent / "worktree.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            _flock(fd)
+        with _repo_lock(self.root.parent):
             yield
-        finally:
+
+
+@contextlib.contextmanager
+def _repo_lock(folder: Path) -> Iterator[None]:
+    """The repository-wide lock. The lock file is removed by the last run to leave, so after
+    locking we check that the file we hold is still the one on disk (else lock again)."""
+    lock_path = folder / _LOCK
+    while True:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        _flock(fd)
+        try:
+            same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_if_unused(folder: Path) -> None:
+    """Remove the repository's trees folder (lock file included) when no run is left in it."""
+    if not folder.is_dir():
+        return
+    with contextlib.suppress(OSError), _repo_lock(folder):
+        if any(child.is_dir() for child in folder.iterdir()):
+            return
+        for child in folder.iterdir():
+            child.unlink()
+        folder.rmdir()
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSetup:
+    """What makes a fresh worktree look like the user's checkout to the project's code:
+    untracked or ignored files copied in (ini ``critic22_copy``, e.g. the
+    ``src/*/_version.py`` that hatch-vcs or setuptools-scm write at build time), then a
+    command run once in the new tree, inside the sandbox (ini ``critic22_tree_setup``)."""
+
+    copy: tuple[str, ...] = ()  # globs relative to the repository root
+    command: tuple[str, ...] = ()  # argv, no shell
+    timeout: float = 120.0
+    sandbox: Any = None  # a sandbox.Sandbox; None: the default
+    pythonpath: tuple[str, ...] = ()
+
+    def prepare(self, source: Path, tree: Path, name: str, scratch: Path | None = None) -> None:
+        for pattern in self.copy:
+            for found in sorted(source.glob(pattern)):
+                relative = found.relative_to(source)
+                if not found.is_file() or found.is_symlink() or ".git" in relative.parts:
+                    continue  # never a link out of the user's checkout, never git's files
+                # Never a tracked file's content, and never through a link the patch added
+                # (``_version.py -> /anywhere``): a dangling link does not "exist".
+                try:
+                    write_in_tree(tree, relative, found.read_bytes(), replace=False)
+                except TreeError as exc:
+                    raise TreeError(f"critic22_copy {relative}: {exc}") from None
+        if self.command:
+            self._run(tree, name, scratch)
+
+    def _run(self, tree: Path, name: str, scratch: Path | None = None) -> None:
+        from pytest_critic22.runner import detect_pythonpath, spawn_python
+
+        code, out, _ = spawn_python(
+            tree,
+            ["-c", "import os, sys; os.execvp(sys.argv[1], sys.argv[1:])", *self.command],
+            timeout=self.timeout,
+            pythonpath=detect_pythonpath(tree, self.pythonpath),
+            sandbox=self.sandbox,
+            scratch=scratch,  # the run's: pruned with it, even after a kill -9
+        )
+        if code != 0:
+            last = (out.strip().splitlines() or ["no output"])[-1]
+            why = "timed out" if code is None else f"exited {code}"
+            raise TreeError(
+                f"critic22_tree_setup {' '.join(self.command)!r} {why} in the {name} tree: {last}"
+            )
+
+
+def write_in_tree(
+    tree: Path, relative: str | os.PathLike[str], data: str | bytes, *, replace: bool = True
+) -> bool:
+    """Write ``tree/relative`` without following a symbolic link anywhere below ``tree``.
+
+    The controller writes into trees (the critic's test, copied files) outside every
+    sandbox, while the trees are writable by the sandboxed children that ran there before —
+    and, under xdist, by children running there now. A child that replaced a folder, or the
+    file about to be written, by a link to the user's checkout must not get the controller
+    to write there. Every folder is opened relative to its parent with ``O_NOFOLLOW`` (no
+    check-then-use race), and the file is created with ``O_EXCL | O_NOFOLLOW`` after
+    unlinking whatever stood in its place (a planted link is replaced, never written
+    through). Missing folders are created. ``replace=False`` leaves an existing entry
+    alone and returns False. Raises TreeError when a folder on the way is a link or not a
+    folder, or the path leaves the tree.
+    """
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or any(p in ("", ".", "..") for p in parts):
+        raise TreeError(f"not a path inside the tree: {str(relative)!r}")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    directory = getattr(os, "O_DIRECTORY", 0)
+    fd = os.open(tree, os.O_RDONLY | directory)
+    try:
+        for name in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=fd)
+            try:
+                child = os.open(name, os.O_RDONLY | directory | nofollow, dir_fd=fd)
+            except OSError as exc:
+                raise TreeError(
+                    f"{Path(relative)}: {name!r} is not a folder of the tree (a link?): "
+                    f"{exc.strerror}"
+                ) from None
             os.close(fd)
+            fd = child
+        name = parts[-1]
+        for _ in range(5):  # a concurrent child may plant a link between unlink and open
+            try:
+                out = os.open(
+                    name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o644, dir_fd=fd
+                )
+            except FileExistsError:
+                if not replace:
+                    return False
+                try:
+                    os.unlink(name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:  # a folder stands there
+                    why = exc.strerror
+                    raise TreeError(f"{Path(relative)}: cannot replace it: {why}") from None
+                continue
+            with os.fdopen(out, "wb") as fh:
+                fh.write(payload)
+            return True
+        raise TreeError(f"{Path(relative)}: something keeps taking its place")
+    finally:
+        os.close(fd)
 
 
-def prune_stale(repo: Path) -> list[str]:
-    """Remove trees left by runs whose owner process is gone (a crash, a kill -9)."""
+def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
+    """Remove the trees and folders left by runs whose owner is gone (a crash, a kill -9):
+    a dead PID, a zombie not yet reaped, or a PID reused by another process all count as
+    gone. ``keep`` is a run id never pruned (the caller's own, claimed or not)."""
     removed: list[str] = []
     root = trees_root(repo)
     if root.is_dir():
         for run in sorted(root.iterdir()):
-            if not run.is_dir() or _owner_alive(run):
+            if not run.is_dir() or run.name == keep or _owner_alive(run):
                 continue
             for tree in sorted(run.iterdir()):
-                if tree.is_dir():
+                if tree.is_dir() and tree.name not in ("scratch", "slots"):
                     git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
                     removed.append(str(tree))
             shutil.rmtree(run, ignore_errors=True)
     git(["worktree", "prune"], repo, check=False)
+    _remove_if_unused(root)
     return removed
 
 
+def _identity(pid: int) -> dict[str, object]:
+    return {"pid": pid, "start": _start_time(pid)}
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat):
+    with the PID, it names one process for the machine's uptime."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
 def _owner_alive(run: Path) -> bool:
+    """Is the process that claimed this run still running (not a zombie, not a reused PID)?
+    A run folder without an owner file is not yet claimed if it is young: its creator is
+    between ``mkdir`` and writing the file."""
     try:
-        pid = int(json.loads((run / _OWNER).read_text())["pid"])
+        owner = json.loads((run / _OWNER).read_text())
+        pid = int(owner["pid"])
     except (OSError, ValueError, KeyError, TypeError):
-        return False
-    try:
+        return _young(run)
+    proc = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():  # Linux: the precise answer
+        try:
+            stat = proc.read_text()
+        except OSError:
+            return False
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X"):  # a zombie: dead, only not yet reaped by its parent
+            return False
+        started = owner.get("start")
+        return started is None or fields[19] == started
+    try:  # pragma: no cover - elsewhere: signal 0
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+def _young(run: Path, seconds: float = 60.0) -> bool:
+    import time
+
+    try:
+        return time.time() - run.stat().st_mtime < seconds
+    except OSError:
+        return False
 
 
 def _flock(fd: int) -> None:

@@ -1,15 +1,20 @@
-"""The sandboxed pytest subprocess: timeouts kill the group, secrets never reach it."""
+"""The sandboxed pytest subprocess: timeouts kill the group, secrets never reach it, no
+capability, no service socket, no argument file, its own temp folder."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from pytest_critic22.runner import clean_env, detect_pythonpath, is_secret_name, run_pytest
+from pytest_critic22.sandbox import Sandbox, bwrap_argv
+from tests.sandboxes import bwrap_or_skip, pids_with
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-planted",
@@ -55,37 +60,45 @@ def test_runs_that_say_nothing_about_the_claim_are_errors(
     assert reason in result.reason
 
 
-def test_a_hung_test_and_its_stubborn_child_are_killed_at_the_timeout(tmp_path: Path) -> None:
-    pidfile = tmp_path / "child.pid"
+def test_a_hung_test_and_its_stubborn_children_are_killed_at_the_timeout(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    marker = f"critic22-hung-{os.getpid()}-{sandbox.mode}"
     write_test(
         tmp_path,
         "import subprocess, sys, time\n"
         "STUBBORN = ('import signal, time; '\n"
         "            'signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)')\n"
         "def test_hang():\n"
-        "    child = subprocess.Popen([sys.executable, '-c', STUBBORN])\n"
-        f"    open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "    subprocess.Popen([sys.executable, '-c', STUBBORN])\n"
         "    time.sleep(600)\n",
     )
     start = time.monotonic()
-    result = run_pytest(tmp_path, ["test_probe.py"], timeout=4, pythonpath=[tmp_path])
+    result = run_pytest(
+        tmp_path,
+        ["test_probe.py"],
+        timeout=4,
+        pythonpath=[tmp_path],
+        sandbox=sandbox,
+        extra_env={"PROBE_MARKER": marker},
+    )
     elapsed = time.monotonic() - start
     assert result.status == "error" and result.reason == "timed out after 4s"
     assert elapsed < 60  # a hang bound, not a speed claim: the test itself sleeps 600 s
-    assert _gone(int(pidfile.read_text()))
+    assert _gone(marker)
 
 
-def _gone(pid: int) -> bool:
+def _gone(marker: str) -> bool:
     for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not pids_with(marker):
             return True
         time.sleep(0.1)
     return False
 
 
-def test_the_child_sees_no_secret_and_the_tree_first_on_its_path(tmp_path: Path) -> None:
+def test_the_child_sees_no_secret_and_the_tree_first_on_its_path(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     out = tmp_path / "env.json"
     write_test(
         tmp_path,
@@ -95,8 +108,10 @@ def test_the_child_sees_no_secret_and_the_tree_first_on_its_path(tmp_path: Path)
         "        json.dump({'env': dict(os.environ), 'path': sys.path}, fh)\n",
     )
     planted = {**os.environ, **SECRETS, "PYTEST_ADDOPTS": "-x", "PYTHONPATH": "/elsewhere"}
-    result = run_pytest(tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path], env=planted)
-    assert result.status == "passed"
+    result = run_pytest(
+        tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path], env=planted, sandbox=sandbox
+    )
+    assert result.status == "passed", result.output
     seen = json.loads(out.read_text())
     for name in SECRETS:
         assert name not in seen["env"]
@@ -133,3 +148,147 @@ def test_clean_env_and_pythonpath_detection(tmp_path: Path) -> None:
     assert (
         env["PATH"] == "/bin" and "PYTEST_XDIST_WORKER" not in env and "COV_CORE_SOURCE" not in env
     )
+
+
+def test_an_argument_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    # pytest reads "@x.py" as a file of arguments ("x.py"): options smuggled past every check.
+    outside = tmp_path / "smuggled.xml"
+    (tmp_path / "x.py").write_text(f"--junitxml={outside}\n")
+    (tmp_path / "@x.py").write_text(f"--junitxml={outside}\n")
+    write_test(tmp_path, "def test_a():\n    pass\n")
+    result = run_pytest(tmp_path, ["@x.py", "test_probe.py"], timeout=60, pythonpath=[tmp_path])
+    assert result.status == "error" and "refused to run" in result.reason
+    assert result.exit_code is None and not outside.exists()
+
+
+def test_a_root_child_cannot_make_the_read_only_filesystem_writable(tmp_path: Path) -> None:
+    """Running as root, a child kept every capability in its namespaces, and CAP_SYS_ADMIN
+    remounted the read-only root read-write: every capability is dropped."""
+    sandbox = bwrap_or_skip()
+    outside = tmp_path.parent / f"critic22-remount-{os.getpid()}"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    write_test(
+        tree,
+        "import subprocess\n"
+        "def test_remount():\n"
+        "    for target in ('/', '/tmp', '/usr'):\n"
+        "        subprocess.run(['mount', '-o', 'remount,bind,rw', target], capture_output=True)\n"
+        f"    try:\n        open({str(outside)!r}, 'w').write('x')\n"
+        "    except OSError:\n        pass\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    assert 'CapEff:\\t0000000000000000' in status, status\n",
+    )
+    try:
+        result = run_pytest(tree, ["test_probe.py"], timeout=60, pythonpath=[tree], sandbox=sandbox)
+        assert result.status == "passed", result.output
+        assert not outside.exists()
+    finally:
+        outside.unlink(missing_ok=True)
+
+
+def test_service_sockets_and_shared_temp_folders_are_out_of_reach(tmp_path: Path) -> None:
+    """A network namespace does not stop a connection to a Unix socket on the filesystem
+    (/run/docker.sock, /run/postgresql, ...): /run, /var/tmp and /tmp are hidden."""
+    sandbox = bwrap_or_skip()
+    folders = [Path(p) for p in ("/run", "/var/tmp") if os.access(p, os.W_OK)]
+    if not folders:
+        pytest.skip("neither /run nor /var/tmp is writable here")
+    paths = [f / f"critic22-probe-{os.getpid()}-{id(f)}.sock" for f in folders]
+    servers = []
+    try:
+        for path in paths:
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(str(path))
+            server.listen(1)
+            servers.append(server)
+        write_test(
+            tmp_path,
+            "import socket\n"
+            f"PATHS = {[str(p) for p in paths]!r}\n"
+            "def test_connect():\n"
+            "    for path in PATHS:\n"
+            "        client = socket.socket(socket.AF_UNIX)\n"
+            "        try:\n"
+            "            client.connect(path)\n"
+            "        except OSError:\n"
+            "            continue\n"
+            "        raise AssertionError('connected to ' + path)\n",
+        )
+        result = run_pytest(
+            tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path], sandbox=sandbox
+        )
+        assert result.status == "passed", result.output
+    finally:
+        for server in servers:
+            server.close()
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+
+def test_the_child_has_its_own_temp_folder_and_home_and_leaves_them_behind(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    tree, scratch = tmp_path / "tree", tmp_path / "scratch"
+    tree.mkdir()
+    out = tree / "seen.json"
+    name = f"critic22-left-behind-{os.getpid()}-{sandbox.mode}"
+    write_test(
+        tree,
+        "import json, os, tempfile\n"
+        "def test_tmp(tmp_path):\n"
+        "    (tmp_path / 'x').write_text('x')\n"
+        f"    open(os.path.join(tempfile.gettempdir(), {name!r}), 'w').write('x')\n"
+        "    json.dump({'tmp': tempfile.gettempdir(), 'home': os.environ['HOME']},\n"
+        f"              open({str(out)!r}, 'w'))\n",
+    )
+    result = run_pytest(
+        tree, ["test_probe.py"], timeout=60, pythonpath=[tree], sandbox=sandbox, scratch=scratch
+    )
+    assert result.status == "passed", result.output
+    seen = json.loads(out.read_text())
+    if sandbox.isolated:
+        assert seen["tmp"] == "/tmp"  # the sandbox's private tmpfs
+    else:
+        assert Path(seen["tmp"]).is_relative_to(scratch) and Path(seen["home"]).is_relative_to(
+            scratch
+        )
+    assert not (Path(tempfile.gettempdir()) / name).exists()
+    assert list(scratch.iterdir()) == []  # the JUnit folder, home and temp folder: all gone
+
+
+def test_bwrap_argv_hides_what_holds_credentials_and_drops_every_capability(
+    tmp_path: Path,
+) -> None:
+    argv = bwrap_argv(["true"], tree=tmp_path, writable=[])
+    joined = " ".join(argv)
+    assert "--cap-drop ALL" in joined
+    for folder in ("/tmp", "/run"):
+        if Path(folder).is_dir() and not Path(folder).is_symlink():
+            assert f"--tmpfs {os.path.realpath(folder)}" in joined
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home != "/" and Path(home).is_dir():
+        assert any(
+            argv[i] == "--tmpfs" and Path(home).is_relative_to(argv[i + 1])
+            for i in range(len(argv) - 1)
+        ), argv
+    # The tree is bound last (it wins over every tmpfs), and the namespaces are all new.
+    assert argv[argv.index("--unshare-all") - 3 :][:3] == ["--bind", str(tmp_path), str(tmp_path)]
+    assert "--die-with-parent" in argv and "--new-session" in argv
+
+
+def test_a_run_whose_tests_pass_is_passed_whatever_the_exit_status_says(
+    tmp_path: Path,
+) -> None:
+    # A plugin's session-finish hook (here: the project's conftest) turns a green run red,
+    # as a coverage threshold or warnings-as-errors at exit do: the outcomes decide.
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 1\n"
+    )
+    write_test(tmp_path, "def test_a():\n    assert True\n")
+    result = run_pytest(tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path])
+    assert (result.status, result.exit_code) == ("passed", 1)
+    assert result.note == "exit status 1 ignored: the per-test outcomes decide (passed)"
+    write_test(tmp_path, "def test_a():\n    assert False\n")
+    failed = run_pytest(tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path])
+    assert (failed.status, failed.note) == ("failed", "")

@@ -1,0 +1,264 @@
+"""The sandbox every child that runs patch or critic code goes through (I/O: probes bwrap).
+
+Two modes. ``bwrap`` runs the child under bubblewrap: the whole filesystem read-only, only
+its own tree (and the run's scratch folders) writable, a private tmpfs ``/tmp`` and
+``HOME`` (the controller's home, ``/run`` and ``/var/tmp`` are hidden too, except what
+Python itself needs: they hold credentials and sockets such as ``docker.sock``, which a
+network namespace does not stop), new PID, IPC, UTS, cgroup and network namespaces
+(loopback only), its own ``/proc`` (the controller's environment is out of reach), every
+capability dropped (a root child could otherwise remount ``/`` read-write),
+``--new-session`` and ``--die-with-parent``: when the namespace's first process ends,
+every descendant ends with it, ``setsid`` ones included.
+``rlimits`` is the fallback where bubblewrap cannot run: resource limits, a process group,
+an allow-listed environment and a parent-death signal, and every report says so.
+
+Both modes keep the resource limits (CPU, address space, processes) and the timeout, and
+both build the child's environment from an allow-list.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "FALLBACK_WARNING",
+    "MODES",
+    "Sandbox",
+    "SandboxError",
+    "bwrap_argv",
+    "child_env",
+    "probe_bwrap",
+    "resolve",
+]
+
+SandboxMode = Literal["bwrap", "rlimits"]
+MODES = ("auto", "bwrap", "rlimits")
+FALLBACK_WARNING = "sandbox: rlimits only — install bubblewrap for isolation"
+CHILD_HOME = "/tmp/critic22-home"  # inside the sandbox's private /tmp
+CHILD_TMP = "/tmp"  # the sandbox's private tmpfs
+# Hidden behind an empty tmpfs besides /tmp and the controller's home: service sockets
+# (/run/docker.sock, /run/postgresql, /run/user/UID/...), secrets (/run/secrets,
+# /var/run/secrets/kubernetes.io) and the other shared temp folder.
+_HIDDEN = ("/tmp", "/run", "/var/tmp")
+
+# What a child may inherit from the controller; everything else is dropped.
+_ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "SYSTEMROOT"})
+_ALLOWED_PREFIXES = ("LC_",)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SandboxError(RuntimeError):
+    """The requested sandbox cannot be used here."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """How children run: the mode, what environment they may see, and why (for reports)."""
+
+    mode: SandboxMode
+    pass_env: tuple[str, ...] = ()
+    note: str = ""  # a fallback's warning line; empty when the requested mode runs
+
+    @property
+    def isolated(self) -> bool:
+        return self.mode == "bwrap"
+
+
+def validate_env_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``--critic22-pass-env`` values are variable names, nothing else."""
+    out = []
+    for name in names:
+        for part in str(name).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not _ENV_NAME.match(part):
+                raise SandboxError(
+                    f"--critic22-pass-env: {part!r} is not an environment variable name"
+                )
+            out.append(part)
+    return tuple(dict.fromkeys(out))
+
+
+def resolve(requested: str, pass_env: Sequence[str] = ()) -> Sandbox:
+    """``auto`` → bwrap when it works here, else rlimits with a warning; ``bwrap`` → bwrap or
+    a SandboxError naming what to install; ``rlimits`` → rlimits, no warning (asked for)."""
+    names = validate_env_names(pass_env)
+    if requested not in MODES:
+        raise SandboxError(f"--critic22-sandbox: {requested!r} is not one of {', '.join(MODES)}")
+    if requested == "rlimits":
+        return Sandbox("rlimits", names)
+    problem = probe_bwrap()
+    if problem is None:
+        return Sandbox("bwrap", names)
+    if requested == "bwrap":
+        raise SandboxError(
+            f"--critic22-sandbox=bwrap: bubblewrap cannot run here ({problem}); install the "
+            "'bubblewrap' package, or choose --critic22-sandbox=rlimits"
+        )
+    return Sandbox("rlimits", names, note=f"{FALLBACK_WARNING} ({problem})")
+
+
+@functools.cache
+def probe_bwrap() -> str | None:
+    """None when bubblewrap can run a Python child with our options; else why not. Once per
+    process: a run's controller probes, and tells its workers."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bwrap is not on PATH"
+    with tempfile.TemporaryDirectory(prefix="critic22-probe-") as tmp:
+        argv = bwrap_argv(
+            [sys.executable, "-c", "import sys; sys.exit(0)"], tree=Path(tmp), writable=()
+        )
+        try:
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=60,
+                env=child_env(os.environ, [], home=CHILD_HOME, tmp=CHILD_TMP),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap failed to start: {exc}"
+    if done.returncode != 0:
+        first = (done.stdout.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        return f"bwrap exited {done.returncode}: {first}"
+    return None
+
+
+def child_env(
+    base: Mapping[str, str],
+    pythonpath: Sequence[Path],
+    *,
+    home: str,
+    tmp: str | None = None,
+    pass_env: Sequence[str] = (),
+) -> dict[str, str]:
+    """The child's environment, from an allow-list: PATH, locale and time zone, what the run
+    sets (PYTHONPATH, hash seed, no bytecode, HOME, TMPDIR), and the names the user passes.
+
+    ``tmp`` is the child's own temp folder (the sandbox's private ``/tmp``, or a folder of
+    the run's scratch): what the child's tests put in "the temp folder" goes with the run.
+    """
+    env = {k: v for k, v in base.items() if k in _ALLOWED or k.startswith(_ALLOWED_PREFIXES)}
+    for name in pass_env:
+        if name in base:
+            env[name] = base[name]
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = home
+    if tmp is not None:
+        env["TMPDIR"] = tmp
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONNOUSERSITE"] = "1"  # the controller's ~/.local is not the tree's business
+    env["PY_COLORS"] = "0"
+    return env
+
+
+def bwrap_argv(
+    command: Sequence[str],
+    *,
+    tree: Path,
+    writable: Sequence[Path],
+    readable: Sequence[Path] = (),
+) -> list[str]:
+    """The bubblewrap command line that runs ``command`` in ``tree``.
+
+    Later mounts win, so the order is: everything read-only, then an empty tmpfs over /tmp,
+    /run, /var/tmp and the controller's home, then what Python needs brought back read-only,
+    then the writable folders (bubblewrap makes their mount points inside the tmpfs, so a
+    tree under a hidden folder is still reachable, and only it).
+    """
+    exe = shutil.which("bwrap") or "bwrap"
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    hidden = _hidden_folders()
+    for folder in hidden:
+        argv += ["--tmpfs", str(folder)]
+    argv += ["--dir", CHILD_HOME]
+    for path in _needed_paths(readable):
+        if any(_within(path, h) for h in hidden) and path not in hidden:
+            argv += ["--ro-bind", str(path), str(path)]
+    for path in (tree, *writable):
+        real = Path(os.path.realpath(path))
+        argv += ["--bind", str(real), str(real)]
+    argv += [
+        "--unshare-all",  # user (where possible), ipc, pid, net (loopback only), uts, cgroup
+        # A child running as root keeps every capability inside its namespaces otherwise,
+        # and CAP_SYS_ADMIN remounts the read-only root read-write: drop them all.
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        str(Path(os.path.realpath(tree))),
+        "--",
+        *command,
+    ]
+    return argv
+
+
+def _hidden_folders() -> list[Path]:
+    """The folders covered by an empty tmpfs, outermost first (a folder inside another
+    hidden one is covered already): /tmp, /run, /var/tmp and the controller's home, when
+    they are real folders. The trees may live inside one of them (a temp dir in home):
+    their binds come later and win."""
+    candidates = [Path(p) for p in _HIDDEN]
+    home = _controller_home()
+    if home is not None:
+        candidates.append(home)
+    out: list[Path] = []
+    for candidate in candidates:
+        real = Path(os.path.realpath(candidate))
+        if real == Path("/") or not real.is_dir() or real in out:
+            continue
+        out.append(real)
+    out.sort(key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(out) if not any(_within(p, q) for q in out[:i])]
+
+
+def _controller_home() -> Path | None:
+    raw = os.environ.get("HOME") or os.path.expanduser("~")
+    if not raw or raw == "~":
+        return None
+    home = Path(os.path.realpath(raw))
+    if home == Path("/") or not home.is_dir():
+        return None
+    return home
+
+
+def _needed_paths(extra: Sequence[Path]) -> list[Path]:
+    """The interpreter, its libraries and import path, this plugin (the child loads its
+    tracer; an editable install need not be on ``sys.path``), and any extra folders."""
+    candidates = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(sys.executable),
+        str(Path(__file__).resolve().parent.parent),
+        *[p for p in sys.path if p],
+        *[str(p) for p in extra],
+    ]
+    out: list[Path] = []
+    for raw in candidates:
+        path = Path(os.path.realpath(raw))
+        if path.exists() and path not in out:
+            out.append(path)
+    return out
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
