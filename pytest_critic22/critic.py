@@ -38,7 +38,7 @@ __all__ = [
     "review",
 ]
 
-PROMPT_VERSION = "critic-v1"
+PROMPT_VERSION = "critic-v2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,12 +268,9 @@ def _describe(exc: BaseException) -> str:
 
 def _scrub(text: str) -> str:
     """Credentials never reach a log, a trace, a report or the ledger."""
-    from pytest_critic22.runner import is_secret_name
+    from pytest_critic22.scrub import scrub
 
-    for name, value in os.environ.items():
-        if len(value) >= 6 and is_secret_name(name) and value in text:
-            text = text.replace(value, "***")
-    return text
+    return scrub(text, os.environ)
 
 
 def _request_record(

@@ -1,5 +1,7 @@
 """Gathering impact evidence from the trees (I/O): the code graph, cached by content,
-and changed-line coverage of the preservation tests on the patched tree."""
+what a test needs to see (touched source, callees, fixtures, usage examples; extracted by
+:mod:`pytest_critic22.context`), and changed-line coverage of the preservation tests on the
+patched tree."""
 
 from __future__ import annotations
 
@@ -11,12 +13,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.context import (
+    Block,
+    Fixture,
+    available_fixtures,
+    builtin_fixtures_note,
+    choose_usage_example,
+    conftest_chain,
+    conftest_fixtures,
+    definitions,
+    fixture_digest,
+    fixtures_from_dicts,
+    fixtures_to_dicts,
+    module_imports,
+    nodeid_source,
+    signature_of,
+    symbol_source,
+    unit_of,
+)
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import git
 from pytest_critic22.impact import (
     FileFacts,
     SymbolImpact,
     blast_radius,
+    callees,
     edit_impact,
     facts_digest,
     facts_from_dict,
@@ -25,9 +46,23 @@ from pytest_critic22.impact import (
     scan_file,
     statement_lines,
 )
+from pytest_critic22.nodeids import as_pytest_args, is_nodeid
+from pytest_critic22.procedures import GENERATED_PREFIX
 from pytest_critic22.runner import run_pytest
+from pytest_critic22.sandbox import Sandbox
 
-__all__ = ["Impact", "build_graph", "changed_line_coverage", "gather_impact", "python_files"]
+__all__ = [
+    "Impact",
+    "build_graph",
+    "changed_line_coverage",
+    "default_test_dir",
+    "fixture_evidence",
+    "gather_impact",
+    "python_files",
+]
+
+#: The name the critic's test file gets in the test folder.
+GENERATED_TEST = f"{GENERATED_PREFIX}<finding id>.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +106,16 @@ def build_graph(
 
 
 def gather_impact(
-    patch: ParsedPatch, base_tree: Path, patched_tree: Path, cache_dir: Path | None
+    patch: ParsedPatch,
+    base_tree: Path,
+    patched_tree: Path,
+    cache_dir: Path | None,
+    *,
+    test_dir: str | None = None,
+    testpaths: Sequence[str] = (),
 ) -> Impact:
+    """The impact evidence of a patch. ``test_dir`` is where the critic's test will be written
+    (default: :func:`default_test_dir`); the fixtures listed are those available there."""
     patched_graph, hits_p = build_graph(patched_tree, cache_dir)
     base_graph, hits_b = build_graph(base_tree, cache_dir)
     symbols: dict[str, tuple[SymbolImpact, ...]] = {}
@@ -108,12 +151,20 @@ def gather_impact(
                     preservation.append(test)
     radius = blast_radius(symbols, files=len(patch.files), edited=[e.path for e in patch.edits])
     unparsed = tuple(sorted(p for p, f in patched_graph.items() if f.parse_error))
-    evidence = {
+    evidence: dict[str, Any] = {
         "edits": edits,
         "blast_radius": radius,
         "preservation_tests": list(preservation),
         "unparsed_files": list(unparsed),
     }
+    sources = _Sources()
+    touched = touched_source(patch, symbols, patched_tree, patched_graph, sources)
+    evidence["touched_source"] = [t.record() for t in touched]
+    evidence["callees"] = callee_evidence(patch, touched, patched_tree, patched_graph, sources)
+    evidence["usage_examples"] = usage_examples(patch, symbols, base_tree, base_graph, sources)
+    if test_dir is None:
+        test_dir = default_test_dir(base_tree, preservation, testpaths)
+    evidence["fixtures"] = fixture_evidence(base_tree, test_dir, cache_dir)
     return Impact(
         evidence=evidence,
         symbols=symbols,
@@ -125,6 +176,245 @@ def gather_impact(
     )
 
 
+@dataclass(slots=True)
+class _Sources:
+    """Files read (and parsed into blocks) once per gathering."""
+
+    text: dict[Path, str | None] = field(default_factory=dict)
+    parsed: dict[Path, tuple[Block, ...]] = field(default_factory=dict)
+
+    def read(self, path: Path) -> str | None:
+        if path not in self.text:
+            try:
+                self.text[path] = path.read_bytes().decode("utf-8", "surrogateescape")
+            except OSError:
+                self.text[path] = None
+        return self.text[path]
+
+    def blocks(self, path: Path) -> tuple[Block, ...]:
+        if path not in self.parsed:
+            source = self.read(path)
+            self.parsed[path] = definitions(source) if source is not None else ()
+        return self.parsed[path]
+
+
+@dataclass(slots=True)
+class _Unit:
+    """A touched function or class as shown in the packet."""
+
+    symbol: str
+    path: str
+    block: Block
+    source: str
+    edits: list[str]
+
+    def contains(self, other: _Unit) -> bool:
+        return (
+            self.path == other.path
+            and self.block.start <= other.block.start
+            and other.block.end <= self.block.end
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "symbol": self.symbol,
+            "file": self.path,
+            "lines": [self.block.start, self.block.end],
+            "edits": list(self.edits),
+            "source": self.source,
+        }
+
+
+def _qualname(name: str, module: str) -> str:
+    return name[len(module) + 1 :] if module and name.startswith(module + ".") else name
+
+
+def touched_source(
+    patch: ParsedPatch,
+    symbols: Mapping[str, Sequence[SymbolImpact]],
+    patched_tree: Path,
+    graph: Mapping[str, FileFacts],
+    sources: _Sources,
+) -> list[_Unit]:
+    """The full patched source of each touched function or class, in edit order: a method with
+    its class's header, a nested function inside its outermost function; a unit inside another
+    touched unit is shown once, as part of it. Removed symbols and module-level edits outside
+    any definition add nothing (the hunk shows them)."""
+    units: list[_Unit] = []
+    for edit in patch.edits:
+        facts = graph.get(edit.new_path or "")
+        if facts is None or not edit.new_path:
+            continue
+        path = patched_tree / edit.new_path
+        source = sources.read(path)
+        blocks = sources.blocks(path)
+        if source is None:
+            continue
+        for symbol in symbols.get(edit.edit_id, ()):
+            qualname = _qualname(symbol.name, facts.module)
+            hint = next(
+                (
+                    line
+                    for line in edit.added_lines
+                    for b in blocks
+                    if b.qualname == qualname and b.start <= line <= b.end
+                ),
+                None,
+            )
+            unit = unit_of(blocks, qualname, hint)
+            if unit is None:
+                continue
+            shown = symbol_source(source, unit.qualname, blocks, unit.line)
+            if shown is None:  # pragma: no cover - unit_of found it in the same blocks
+                continue
+            name = f"{facts.module}.{unit.qualname}" if facts.module else unit.qualname
+            new = _Unit(name, edit.new_path, unit, shown[2], [edit.edit_id])
+            holder = next((u for u in units if u.contains(new)), None)
+            if holder is not None:
+                if edit.edit_id not in holder.edits:
+                    holder.edits.append(edit.edit_id)
+                continue
+            inner = [u for u in units if new.contains(u)]
+            for u in inner:
+                new.edits = sorted(set(new.edits) | set(u.edits), key=_edit_order)
+                units.remove(u)
+            units.append(new)
+    return units
+
+
+def _edit_order(edit_id: str) -> tuple[int, str]:
+    digits = edit_id.lstrip("e")
+    return (int(digits) if digits.isdigit() else 0, edit_id)
+
+
+def callee_evidence(
+    patch: ParsedPatch,
+    touched: Sequence[_Unit],
+    patched_tree: Path,
+    graph: Mapping[str, FileFacts],
+    sources: _Sources,
+) -> list[dict[str, Any]]:
+    """Signature and docstring of each repository function or class the added lines use, in
+    order of first use (edit order, then line); those whose source is shown already are not."""
+    edits = [e for e in patch.edits if e.new_path and e.new_path in graph]
+    found = callees(graph, [(e.new_path or "", e.added_lines) for e in edits])
+    records: dict[str, dict[str, Any]] = {}
+    for edit, items in zip(edits, found, strict=True):
+        for name, path, definition in items:
+            if name in records:
+                if edit.edit_id not in records[name]["edits"]:
+                    records[name]["edits"].append(edit.edit_id)
+                continue
+            if any(
+                u.path == path and u.block.start <= definition.start <= u.block.end for u in touched
+            ):
+                continue
+            source = sources.read(patched_tree / path)
+            if source is None:
+                continue
+            blocks = sources.blocks(patched_tree / path)
+            signature = signature_of(source, definition.qualname, blocks, definition.start)
+            if signature is None:
+                continue
+            records[name] = {
+                "name": name,
+                "kind": definition.kind,
+                "file": f"{path}:{definition.start}",
+                "signature": signature[0],
+                "docstring": signature[1],
+                "edits": [edit.edit_id],
+            }
+    return list(records.values())
+
+
+def usage_examples(
+    patch: ParsedPatch,
+    symbols: Mapping[str, Sequence[SymbolImpact]],
+    base_tree: Path,
+    base_graph: Mapping[str, FileFacts],
+    sources: _Sources,
+) -> list[dict[str, Any]]:
+    """One existing test per touched symbol, as a usage example: the first, in node id order, of
+    the tests that reach the symbol and exist on the base tree; its source as on the base, with
+    its module's imports. A test chosen for several symbols is shown once."""
+
+    def on_base(nodeid: str) -> bool:
+        path = nodeid.split("::", 1)[0]
+        return path in base_graph and _defined(base_graph[path], nodeid)
+
+    examples: dict[str, dict[str, Any]] = {}
+    for edit in patch.edits:
+        for symbol in symbols.get(edit.edit_id, ()):
+            nodeid = choose_usage_example(symbol.tests, on_base)
+            if nodeid is None:
+                continue
+            if nodeid in examples:
+                if symbol.name not in examples[nodeid]["exercises"]:
+                    examples[nodeid]["exercises"].append(symbol.name)
+                continue
+            path = base_tree / nodeid.split("::", 1)[0]
+            source = sources.read(path)
+            shown = nodeid_source(source, nodeid, sources.blocks(path)) if source else None
+            if source is None or shown is None:
+                continue
+            examples[nodeid] = {
+                "test": nodeid,
+                "exercises": [symbol.name],
+                "imports": module_imports(source),
+                "source": shown[2],
+            }
+    return list(examples.values())
+
+
+def default_test_dir(tree: Path, tests: Sequence[str], testpaths: Sequence[str] = ()) -> str:
+    """Where the critic's test is written, relative to a tree: the folder of the first test
+    that reaches the touched code, else the first ``testpaths`` entry, else ``tests/``, else
+    the root ("")."""
+    candidates = [str(Path(t.split("::", 1)[0]).parent) for t in tests]
+    candidates += [*testpaths, "tests"]
+    for candidate in candidates:
+        path = Path(candidate)
+        if candidate in ("", ".") or path.is_absolute() or ".." in path.parts:
+            continue
+        if (tree / path).is_dir() and not (tree / path).is_symlink():
+            return path.as_posix()
+    return ""
+
+
+def fixture_evidence(tree: Path, test_dir: str, cache_dir: Path | None) -> dict[str, Any]:
+    """The fixtures a test written in ``test_dir`` can request: those of the conftest.py files
+    that apply there (the root's, then each folder's down to ``test_dir``), a closer one
+    overriding a farther one, plus a note naming pytest's builtin fixtures. Each conftest's
+    fixtures are cached by its content."""
+    chain: list[tuple[str, tuple[Fixture, ...]]] = []
+    for path in conftest_chain(test_dir):
+        file = tree / path
+        if not file.is_file():
+            continue
+        try:
+            source = file.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            continue
+        digest = fixture_digest(path, source)
+        cached = _read_json(cache_dir, digest)
+        try:
+            fixtures = fixtures_from_dicts(cached) if isinstance(cached, list) else None
+        except (KeyError, TypeError, ValueError):
+            fixtures = None
+        if fixtures is None:
+            fixtures = conftest_fixtures(source)
+            _write_json(cache_dir, digest, fixtures_to_dicts(fixtures))
+        chain.append((path, fixtures))
+    folder = test_dir or "."
+    return {
+        "directory": folder,
+        "test_file": f"{test_dir}/{GENERATED_TEST}" if test_dir else GENERATED_TEST,
+        "conftests": [path for path, _ in chain],
+        "available": available_fixtures(chain),
+        "builtin": builtin_fixtures_note(),
+    }
+
+
 def changed_line_coverage(
     patch: ParsedPatch,
     patched_tree: Path,
@@ -132,6 +422,8 @@ def changed_line_coverage(
     *,
     timeout: float,
     pythonpath: Sequence[Path],
+    sandbox: Sandbox | None = None,
+    scratch: Path | None = None,
 ) -> tuple[dict[str, list[int]], dict[str, list[int]], str]:
     """Run ``tests`` on the patched tree under coverage.py, the way diff-cover counts:
     added executable lines by new-file number, a multi-line statement as a whole.
@@ -157,15 +449,20 @@ def changed_line_coverage(
         import coverage  # noqa: F401  # a runtime dependency; the child imports it too
     except ImportError:  # pragma: no cover - declared as a dependency
         return {}, executable, "error: coverage.py is not installed"
-    with tempfile.TemporaryDirectory(prefix="critic22-cov-") as tmp:
+    if scratch is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="critic22-cov-", dir=scratch) as tmp:
         data_file = Path(tmp) / ".coverage"
         include = ",".join(str(patched_tree / p) for p in executable)
         result = run_pytest(
             patched_tree,
-            list(tests),
+            as_pytest_args([t for t in tests if is_nodeid(t)]),
             timeout=timeout,
             pythonpath=pythonpath,
             module=["coverage", "run", f"--data-file={data_file}", f"--include={include}", "-m"],
+            sandbox=sandbox,
+            writable=[Path(tmp)],
+            scratch=scratch,
         )
         executed = _executed_lines(data_file, patched_tree, executable)
     covered: dict[str, list[int]] = {}
@@ -206,19 +503,32 @@ def _defined(facts: FileFacts, nodeid: str) -> bool:
 
 
 def _read_cached(cache_dir: Path | None, digest: str) -> FileFacts | None:
-    if cache_dir is None:
+    data = _read_json(cache_dir, digest)
+    if data is None:
         return None
     try:
-        data = json.loads((cache_dir / f"{digest}.json").read_text(encoding="utf-8"))
         return facts_from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def _write_cached(cache_dir: Path | None, digest: str, facts: FileFacts) -> None:
+    _write_json(cache_dir, digest, facts_to_dict(facts))
+
+
+def _read_json(cache_dir: Path | None, digest: str) -> Any:
+    if cache_dir is None:
+        return None
+    try:
+        return json.loads((cache_dir / f"{digest}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(cache_dir: Path | None, digest: str, data: Any) -> None:
     if cache_dir is None:
         return
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f"{digest}.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(facts_to_dict(facts)), encoding="utf-8")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, cache_dir / f"{digest}.json")

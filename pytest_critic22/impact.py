@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,8 @@ __all__ = [
     "Reference",
     "SymbolImpact",
     "blast_radius",
+    "bound_evidence",
+    "callees",
     "edit_impact",
     "facts_digest",
     "facts_from_dict",
@@ -236,6 +238,50 @@ def edit_impact(
                 tests=tuple(tests),
             )
         )
+    return out
+
+
+def callees(
+    graph: Mapping[str, FileFacts], sites: Sequence[tuple[str, Iterable[int]]]
+) -> list[list[tuple[str, str, Definition]]]:
+    """Per site (a file and lines of it), the repository's functions and classes that the
+    references on those lines name — calls and names, resolved like callers are (imports,
+    re-exports, ``self``, local instances); imports themselves are not uses.
+
+    Each entry is (fully qualified name, path, definition), in line order, each name once per
+    site; a name defined outside the repository (the standard library, a dependency) is not
+    listed.
+    """
+    by_module = _by_module(graph)
+    exports = _exports(graph, by_module)
+    modules = sorted(by_module, key=len, reverse=True)
+    out: list[list[tuple[str, str, Definition]]] = []
+    for path, lines in sites:
+        wanted = set(lines)
+        found: dict[str, tuple[str, str, Definition]] = {}
+        facts = graph.get(path)
+        references = sorted(
+            (r for r in (facts.references if facts else ()) if r.line in wanted),
+            key=lambda r: (r.line, r.target),
+        )
+        for ref in references:
+            if ref.kind == "import":
+                continue
+            target = _canonical(ref.target, exports)
+            if target in found:
+                continue
+            for module in modules:
+                if not module or not target.startswith(module + "."):
+                    continue
+                qualname = target[len(module) + 1 :]
+                owner = by_module[module]
+                definition = next(
+                    (d for d in reversed(owner.definitions) if d.qualname == qualname), None
+                )
+                if definition is not None:
+                    found[target] = (target, owner.path, definition)
+                break
+        out.append(list(found.values()))
     return out
 
 
@@ -757,27 +803,125 @@ def _params(params: Any) -> str:
 def bound_evidence(evidence: Mapping[str, Any], budget: int) -> tuple[dict[str, Any], str]:
     """Shrink evidence to ``budget`` characters of canonical JSON, deterministically.
 
-    Lists of callers and tests are cut to ever shorter prefixes first; if that is not
-    enough, per-edit detail goes and the blast radius stays. Returns the evidence and a
-    note of what was cut ("" when nothing was).
+    What is cut, in this fixed order (the first cut first). Each step applies on top of the
+    ones before it, and the first result that fits — its note included — is returned, so the
+    same evidence and budget always give the same cut:
+
+    1. callers and tests per symbol, and the preservation tests: at most 20, then 10, then 5;
+    2. ``usage_examples``: one at a time, the last first;
+    3. the docstrings of the ``fixtures``, then those of the ``callees``;
+    4. ``callees``: one at a time, the last first;
+    5. callers and tests per symbol, and the preservation tests: at most 2, then none;
+    6. the fixture list (the test folder, the test file's name and the builtin note stay);
+    7. ``touched_source``: one symbol's source at a time, the last first (its name, file and
+       lines stay);
+    8. everything but the blast radius.
+
+    Returns the evidence and a note of what was cut ("" when nothing was); the note is also the
+    cut evidence's ``truncated`` value.
     """
-    import json
-
-    def size(value: Mapping[str, Any]) -> int:
-        return len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-
-    if size(evidence) <= budget:
+    if _size(evidence) <= budget:
         return dict(evidence), ""
-    for cap in (20, 10, 5, 2, 0):
-        cut = _cap_lists(evidence, cap)
-        if size(cut) <= budget:
-            cut["truncated"] = f"callers and tests cut to at most {cap} per symbol"
-            return cut, cut["truncated"]
+    for candidate, note in _cuts(evidence):
+        cut = {**candidate, "truncated": note}
+        if _size(cut) <= budget:
+            return cut, note
     slim = {
         "blast_radius": evidence.get("blast_radius", {}),
         "truncated": "per-edit detail dropped to fit the packet size limit",
     }
     return slim, slim["truncated"]
+
+
+def _size(value: Mapping[str, Any]) -> int:
+    import json
+
+    return len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+_Step = tuple[dict[str, Any], str]
+_Drop = Callable[[list[Any], int], list[Any]]
+
+
+def _cuts(evidence: Mapping[str, Any]) -> Iterable[_Step]:
+    """Every step of the cut, in order: (the evidence so far, the note of what is cut)."""
+    current = dict(evidence)
+    notes: dict[str, str] = {}
+
+    def step(changed: dict[str, Any], slot: str, note: str) -> _Step | None:
+        nonlocal current
+        if changed == current:
+            return None  # nothing to cut here: no step, no note
+        current = changed
+        notes[slot] = note
+        return dict(current), "; ".join(notes.values())
+
+    def caps(values: Sequence[int]) -> Iterable[_Step]:
+        for cap in values:
+            note = f"callers and tests cut to at most {cap} per symbol"
+            done = step(_cap_lists(current, cap), "callers", note)
+            if done:
+                yield done
+
+    def one_by_one(key: str, label: str, name: str, drop: _Drop) -> Iterable[_Step]:
+        items = list(current.get(key) or [])
+        total = len(items)
+        dropped: list[str] = []
+        for index in range(total - 1, -1, -1):
+            shorter = drop(items, index)
+            if shorter == items:
+                continue
+            dropped.insert(0, str(items[index].get(name, index)))
+            items = shorter
+            note = f"{label} dropped ({len(dropped)} of {total}): {_names(dropped)}"
+            done = step({**current, key: items}, key, note)
+            if done:
+                yield done
+
+    def remove(items: list[Any], index: int) -> list[Any]:
+        return items[:index]
+
+    def without_source(items: list[Any], index: int) -> list[Any]:
+        return [
+            {k: v for k, v in item.items() if k != "source"} if i == index else item
+            for i, item in enumerate(items)
+        ]
+
+    def without_key(records: Any, key: str) -> list[Any]:
+        return [{k: v for k, v in r.items() if k != key} for r in records]
+
+    yield from caps((20, 10, 5))
+    yield from one_by_one("usage_examples", "usage examples", "test", remove)
+    fixtures = current.get("fixtures")
+    if isinstance(fixtures, Mapping) and fixtures.get("available"):
+        plain = {**fixtures, "available": without_key(fixtures["available"], "doc")}
+        done = step({**current, "fixtures": plain}, "fixture-docs", "fixture docstrings dropped")
+        if done:
+            yield done
+    if current.get("callees"):
+        plain_callees = without_key(current["callees"], "docstring")
+        done = step(
+            {**current, "callees": plain_callees}, "callee-docs", "callee docstrings dropped"
+        )
+        if done:
+            yield done
+    yield from one_by_one("callees", "callees", "name", remove)
+    yield from caps((2, 0))
+    fixtures = current.get("fixtures")
+    if isinstance(fixtures, Mapping) and fixtures.get("available"):
+        count = len(fixtures["available"])
+        kept = {k: v for k, v in fixtures.items() if k != "available"}
+        done = step(
+            {**current, "fixtures": kept}, "fixture-list", f"fixture list dropped ({count})"
+        )
+        if done:
+            yield done
+    yield from one_by_one("touched_source", "touched source", "symbol", without_source)
+
+
+def _names(names: Sequence[str], shown: int = 5) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _cap_lists(evidence: Mapping[str, Any], cap: int) -> dict[str, Any]:
@@ -791,10 +935,12 @@ def _cap_lists(evidence: Mapping[str, Any], cap: int) -> dict[str, Any]:
                 items = list(symbol.get(key, []))
                 if len(items) > cap:
                     trimmed[key] = items[:cap]
-                    trimmed[f"{key}_omitted"] = len(items) - cap
+                    omitted = int(symbol.get(f"{key}_omitted", 0))
+                    trimmed[f"{key}_omitted"] = omitted + len(items) - cap
             symbols.append(trimmed)
         edits[edit_id] = {**detail, "symbols": symbols}
-    out["edits"] = edits
+    if "edits" in evidence:
+        out["edits"] = edits
     tests = list(evidence.get("preservation_tests", []))
     if len(tests) > cap:
         out["preservation_tests"] = tests[:cap]

@@ -234,7 +234,11 @@ class ReviewPacket:
 
     @property
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+        # The inputs are strict UTF-8 (inputs.py); text read from the repository for the
+        # impact evidence may still carry undecodable bytes as surrogates: hash them as
+        # the bytes they were rather than crash.
+        text = self.canonical_json()
+        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def build_packet(
@@ -313,6 +317,17 @@ def blind(packet: ReviewPacket) -> tuple[ReviewPacket, StripReport]:
     return cleaned, StripReport(tuple(removals))
 
 
+#: Evidence keys whose values are source code, kept verbatim by the blinding's text filters
+#: (denied keys are still dropped wherever they appear).
+_CODE_KEYS = frozenset({"source", "imports", "signature"})
+
+
+def _is_code(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    )
+
+
 def _norm(key: object) -> str:
     return re.sub(r"[-\s]+", "_", str(key).strip().lower())
 
@@ -329,6 +344,11 @@ def _strip_mapping(
                 denied = _DENY_KEYS.get(_norm(key))
                 if denied is not None:
                     removals.append(Removal(denied, source, f"{where}.{key}", str(key)))
+                    continue
+                if _norm(key) in _CODE_KEYS and _is_code(child):
+                    # Source code is not prose: "explanation: str" is a dataclass field, not
+                    # a labelled rationale. Its lines reach the critic as the patch's own do.
+                    out[key] = child
                     continue
                 out[key] = walk(child, f"{where}.{key}")
             return out

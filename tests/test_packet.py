@@ -139,3 +139,24 @@ def test_blinding_is_idempotent_and_the_digest_is_canonical() -> None:
     assert packet.digest == build_packet(parse_patch(MAIL), request=leaky_request())[0].digest
     assert json.loads(packet.canonical_json()) == packet.to_dict()
     assert packet.digest.startswith("sha256:") and len(packet.digest) == 7 + 64
+
+
+def test_source_code_in_the_evidence_is_not_filtered_as_prose() -> None:
+    from pytest_critic22.packet import ReviewPacket, blind
+
+    source = "@dataclass\nclass Entry:\n    explanation: str\n    date: str\n    model: str\n"
+    packet = ReviewPacket(
+        specification="",
+        diagnosed_root_cause="",
+        preservation_obligations=(),
+        impact_evidence={
+            "touched_source": [{"symbol": "Entry", "source": source}],
+            "note": "explanation: I wrote this because it felt right",
+        },
+        candidate_patch={"atomic_edits": [], "whole_patch": ""},
+    )
+    cleaned, report = blind(packet)
+    assert cleaned.impact_evidence["touched_source"][0]["source"] == source
+    # Prose elsewhere in the evidence is still filtered.
+    assert "felt right" not in json.dumps(cleaned.impact_evidence)
+    assert report.removals
