@@ -19,6 +19,7 @@ __all__ = [
     "FilePatch",
     "ParsedPatch",
     "parse_patch",
+    "recount_hunks",
 ]
 
 #: The location that names the patch as a unit rather than one of its edits.
@@ -356,3 +357,57 @@ def _locate_hunk_error(body: Sequence[str]) -> int | None:
                 return i + 1
             i += 1
     return None
+
+
+_RECOUNT_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)$")
+
+
+def recount_hunks(text: str) -> str:
+    """``text`` with every hunk header's line counts recomputed from the hunk's body, as
+    ``git apply --recount`` does: models routinely miscount ``@@ -101,8 +101,12 @@``.
+
+    Only the counts change; the start lines and every body line stay as written, so the
+    context is still checked exactly when the diff is applied. A blank line inside a hunk
+    (an editor or a model ate the leading space) counts as an empty context line.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        header = _RECOUNT_HEADER.match(lines[index])
+        if header is None:
+            out.append(lines[index])
+            index += 1
+            continue
+        body: list[str] = []
+        index += 1
+        while index < len(lines) and not _ends_hunk(lines, index):
+            line = lines[index]
+            body.append(line if line else " ")
+            index += 1
+        old = sum(1 for ln in body if ln[:1] in (" ", "-"))
+        new = sum(1 for ln in body if ln[:1] in (" ", "+"))
+        old_start, new_start, tail = header.groups()
+        out.append(f"@@ -{old_start},{old} +{new_start},{new} @@{tail}")
+        out.extend(body)
+    return "\n".join(out)
+
+
+def _ends_hunk(lines: Sequence[str], index: int) -> bool:
+    line = lines[index]
+    if line.startswith(("@@ ", "diff --git ", "--- ", "+++ ", "Index: ")):
+        # "--- " and "+++ " start a new file only when they come as a pair.
+        if line.startswith("--- "):
+            return index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
+        if line.startswith("+++ "):
+            return index > 0 and lines[index - 1].startswith("--- ")
+        return True
+    if line.startswith("\\"):
+        return False
+    if not line:
+        # A blank line ends the hunk only when nothing of a hunk follows it.
+        rest = lines[index + 1 :]
+        return not any(r[:1] in (" ", "+", "-") for r in rest[:1]) and not any(
+            r.strip() for r in rest
+        )
+    return line[:1] not in (" ", "+", "-")

@@ -5,7 +5,8 @@ changes where a finding goes. This module is the one definition of "executable".
 
     test:            Python source of pytest tests that PASS when the claim is wrong,
                      optionally followed by a line "repair:" and a unified diff
-    counterfactual:  NODEID [NODEID ...]
+    counterfactual:  NODEID [NODEID ...]   (node ids may hold spaces; quotes or a JSON
+                                            list are accepted: see pytest_critic22.nodeids)
     static:          CHECK [ARG ...]
     trace:           NODEID [repeat=N]
 """
@@ -16,6 +17,8 @@ import ast
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from pytest_critic22.nodeids import check_nodeid, split_nodeids
 
 __all__ = [
     "EXECUTABLE_KINDS",
@@ -37,8 +40,8 @@ EXECUTABLE_KINDS: frozenset[str] = frozenset(KINDS)
 
 _PREFIX = re.compile(r"^\s*(test|counterfactual|static|trace)\s*:", re.IGNORECASE)
 _REPAIR = re.compile(r"^repair:\s*$", re.MULTILINE)
-_NODEID = re.compile(r"^[^\s:]+\.py(::[^\s]+)?$")
 _REPEAT = re.compile(r"^repeat=(\d+)$")
+_TRAILING_OPTION = re.compile(r"\s(\w+=\S*)$")
 _MAX_REPEAT = 200
 _DEFAULT_REPEAT = 20
 
@@ -49,7 +52,8 @@ class Procedure:
 
     kind: ProcedureKind
     source: str = ""  # test: the critic's pytest source
-    repair: str = ""  # test: optional unified diff against the patched tree
+    repair: str = ""  # test: optional unified diff against the patched tree, as applied
+    repair_given: str = ""  # test: the repair as the critic wrote it, when recounted
     nodeids: tuple[str, ...] = ()  # counterfactual: existing tests; trace: the one test
     check: str = ""  # static: the check's name
     args: tuple[str, ...] = ()  # static: the check's arguments
@@ -124,26 +128,32 @@ def _parse_test(rest: str) -> Procedure | NotExecutable:
     ]
     if not tests:
         return NotExecutable("test: source defines no test function", "test")
+    given = ""
     if split is not None:
-        from pytest_critic22.diffparse import DiffError, parse_patch
+        from pytest_critic22.diffparse import DiffError, parse_patch, recount_hunks
 
         try:
             parse_patch(repair)
         except DiffError as exc:
-            return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
-    return Procedure(kind="test", source=source, repair=repair)
+            # Models miscount hunk lengths; the counts are recomputed (the context is still
+            # checked exactly when the repair is applied), the diff as given is kept.
+            recounted = recount_hunks(repair)
+            try:
+                parse_patch(recounted)
+            except DiffError:
+                return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
+            given, repair = repair, recounted
+    return Procedure(kind="test", source=source, repair=repair, repair_given=given)
 
 
 def _parse_counterfactual(rest: str) -> Procedure | NotExecutable:
-    nodeids = tuple(rest.split())
+    nodeids = tuple(split_nodeids(rest))
     if not nodeids:
         return NotExecutable("counterfactual: names no test", "counterfactual")
-    bad = [n for n in nodeids if not _NODEID.match(n) or ".." in n.split("::")[0].split("/")]
-    if bad:
-        return NotExecutable(
-            f"counterfactual: not a test node id inside the repository: {bad[0]!r}",
-            "counterfactual",
-        )
+    for nodeid in nodeids:
+        problem = check_nodeid(nodeid)
+        if problem:
+            return NotExecutable(f"counterfactual: {problem}", "counterfactual")
     return Procedure(kind="counterfactual", nodeids=nodeids)
 
 
@@ -155,18 +165,24 @@ def _parse_static(rest: str) -> Procedure | NotExecutable:
 
 
 def _parse_trace(rest: str) -> Procedure | NotExecutable:
-    words = rest.split()
-    if not words:
-        return NotExecutable("trace: names no test", "trace")
-    nodeid, options = words[0], words[1:]
-    if not _NODEID.match(nodeid):
-        return NotExecutable(f"trace: not a test node id: {nodeid!r}", "trace")
+    text = rest.strip().splitlines()[0].strip() if rest.strip() else ""
     repeat = _DEFAULT_REPEAT
-    for option in options:
-        found = _REPEAT.match(option)
+    # Options come last; everything before them is the one node id (which may hold spaces).
+    while (tail := _TRAILING_OPTION.search(text)) is not None:
+        found = _REPEAT.match(tail.group(1))
         if found is None:
-            return NotExecutable(f"trace: unknown option {option!r}", "trace")
+            return NotExecutable(f"trace: unknown option {tail.group(1)!r}", "trace")
         repeat = int(found.group(1))
+        text = text[: tail.start()].rstrip()
+    nodeids = split_nodeids(text)
+    if not nodeids:
+        return NotExecutable("trace: names no test", "trace")
+    if len(nodeids) > 1:
+        return NotExecutable(f"trace: replays one test, got {len(nodeids)}", "trace")
+    nodeid = nodeids[0]
+    problem = check_nodeid(nodeid)
+    if problem:
+        return NotExecutable(f"trace: {problem}", "trace")
     if not 1 <= repeat <= _MAX_REPEAT:
         return NotExecutable(f"trace: repeat must be 1..{_MAX_REPEAT}", "trace")
     return Procedure(kind="trace", nodeids=(nodeid,), repeat=repeat)

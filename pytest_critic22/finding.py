@@ -82,6 +82,7 @@ class ParseResult:
     downgraded: tuple[Downgraded, ...] = ()
     dropped: tuple[Dropped, ...] = ()
     error: str = ""  # the output as a whole was unusable (not JSON, wrong shape)
+    max_findings: int | None = None  # the cap the findings were parsed under
 
     @property
     def blocking(self) -> tuple[ReviewFinding, ...]:
@@ -93,6 +94,30 @@ class ParseResult:
         out = [self.error] if self.error else []
         out += [f"record {r.index}: {r.reason}" for r in self.rejected]
         return tuple(out)
+
+    def dropped_summary(self) -> tuple[str, ...]:
+        """The dropped records in at most one line per reason, however many there are.
+
+        ``9980 records dropped beyond --critic22-max-findings=20 (records 21-10000)``
+        """
+        groups: dict[str, list[int]] = {}
+        for d in self.dropped:
+            groups.setdefault(d.reason, []).append(d.index)
+        cap_reason = _cap_reason(self.max_findings) if self.max_findings is not None else None
+        lines = []
+        for reason, indices in groups.items():
+            if reason == cap_reason:
+                why = f" beyond --critic22-max-findings={self.max_findings}"
+            elif reason == _DUPLICATE:
+                why = (
+                    " as duplicates of earlier findings"
+                    if len(indices) > 1
+                    else " as a duplicate of an earlier finding"
+                )
+            else:
+                why = f": {reason}"
+            lines.append(f"{_records(len(indices))} dropped{why} ({_span(indices)})")
+        return tuple(lines)
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
@@ -187,11 +212,11 @@ def parse_records(
             continue
         key = (finding.location, finding.claim.strip(), finding.falsification.strip())
         if key in seen:
-            dropped.append(Dropped(index, finding, "duplicate of an earlier finding"))
+            dropped.append(Dropped(index, finding, _DUPLICATE))
             continue
         seen.add(key)
         if max_findings is not None and len(accepted) >= max_findings:
-            dropped.append(Dropped(index, finding, f"beyond the cap of {max_findings} findings"))
+            dropped.append(Dropped(index, finding, _cap_reason(max_findings)))
             continue
         if finding.severity == "blocking":
             found = route(finding.falsification)
@@ -202,7 +227,34 @@ def parse_records(
                 finding = replace(finding, severity="advisory")
                 downgraded.append(Downgraded(index, finding, reason))
         accepted.append(finding)
-    return ParseResult(tuple(accepted), tuple(rejected), tuple(downgraded), tuple(dropped))
+    return ParseResult(
+        tuple(accepted),
+        tuple(rejected),
+        tuple(downgraded),
+        tuple(dropped),
+        max_findings=max_findings,
+    )
+
+
+_DUPLICATE = "duplicate of an earlier finding"
+
+
+def _cap_reason(max_findings: int) -> str:
+    return f"beyond the cap of {max_findings} findings"
+
+
+def _records(count: int) -> str:
+    return f"{count} record" if count == 1 else f"{count} records"
+
+
+def _span(indices: list[int], shown: int = 5) -> str:
+    """``record 7``, ``records 21-10000`` when consecutive, else the first few and an ellipsis."""
+    if len(indices) == 1:
+        return f"record {indices[0]}"
+    if indices == list(range(indices[0], indices[0] + len(indices))):
+        return f"records {indices[0]}-{indices[-1]}"
+    head = ", ".join(str(i) for i in indices[:shown])
+    return f"records {head}, …" if len(indices) > shown else f"records {head}"
 
 
 def _validate(record: Any, allowed: set[str]) -> tuple[ReviewFinding | None, str]:

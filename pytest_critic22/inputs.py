@@ -1,4 +1,5 @@
-"""Reading the review's inputs from disk: the patch, text-or-file options, the request JSON.
+"""Reading the review's inputs from disk: the patch, text-or-file options, the request JSON;
+and checking, before anything is built, that the run's outputs can be written.
 
 Every problem is an :class:`InputError` whose message is one line that says what to do;
 the plugin turns it into ``pytest.UsageError``.
@@ -11,7 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "read_obligations", "read_patch", "read_request", "read_text_or_file"]
+__all__ = [
+    "InputError",
+    "check_outputs",
+    "decode_utf8",
+    "read_obligations",
+    "read_patch",
+    "read_request",
+    "read_text_or_file",
+]
 
 _TEXT_SUFFIXES = (".md", ".txt", ".rst", ".json", ".diff", ".patch")
 
@@ -24,7 +33,7 @@ def read_patch(value: str, base: Path) -> tuple[Path, str]:
     path = _resolve(value, base)
     if not path.is_file():
         raise InputError(f"--critic22: patch file not found: {value}")
-    return path, _read(path, "--critic22")
+    return path, _read(path, "--critic22", what="the patch")
 
 
 def read_text_or_file(value: str | None, option: str, base: Path) -> str | None:
@@ -107,10 +116,68 @@ def _resolve(value: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
-def _read(path: Path, option: str) -> str:
+def _read(path: Path, option: str, *, what: str = "the file") -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{option}: cannot read {path}: {exc.strerror}") from None
-    # Keep undecodable bytes round-trippable: a patch must be written back exactly.
-    return data.decode("utf-8", errors="surrogateescape")
+    return decode_utf8(data, f"{option}: {path.name}", what)
+
+
+def decode_utf8(data: bytes, name: str, what: str = "the file") -> str:
+    """Strict UTF-8: every input ends up in the packet, whose digest is over UTF-8 text.
+
+    The first undecodable byte is reported by line and column (both from 1, the column
+    counted in characters, as an editor counts them), so the user can find it.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        before = data[data.rfind(b"\n", 0, exc.start) + 1 : exc.start]  # valid: the first bad
+        column = len(before.decode("utf-8")) + 1
+        raise InputError(
+            f"{name} line {line} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at column "
+            f"{column}); re-encode {what} as UTF-8"
+        ) from None
+
+
+def check_outputs(
+    *,
+    state_dir: Path,
+    ledger: Path,
+    ledger_given: bool,
+    report: Path | None,
+    state_needed: bool,
+) -> None:
+    """Refuse to start a run whose ledger, state folder or report could not be written.
+
+    ``ledger_given``: the ledger path came from ``--critic22-ledger`` (else it is the
+    default one in the state folder). ``state_needed``: something other than the ledger
+    must write to the state folder (the model critic's traces and cache).
+    """
+    from pytest_critic22.ledger import folder_write_problem, write_problem
+
+    problem = write_problem(ledger)
+    if problem is not None and ledger_given:
+        raise InputError(
+            f"--critic22-ledger: cannot write {ledger} ({problem}); choose a writable path"
+        )
+    if problem is not None:
+        raise InputError(
+            f"--critic22: the state folder {state_dir} is not writable ({problem}); make it "
+            "a writable folder, or pass --critic22-ledger=PATH to keep the ledger elsewhere"
+        )
+    if state_needed and ledger_given:
+        problem = folder_write_problem(state_dir)
+        if problem is not None:
+            raise InputError(
+                f"--critic22: the state folder {state_dir} is not writable ({problem}); the "
+                "model critic keeps its traces and answer cache there: make it a writable folder"
+            )
+    if report is not None:
+        problem = write_problem(report)
+        if problem is not None:
+            raise InputError(
+                f"--critic22-report: cannot write {report} ({problem}); choose a writable path"
+            )

@@ -92,7 +92,10 @@ class _GeneratedItem(pytest.Item):
         if result.outcome.kind == "verified":
             raise VerifiedDefect(result)
         if result.outcome.kind == "inconclusive":
-            pytest.skip(f"inconclusive: {result.outcome.reason}")
+            # Located at the item (the finding's edit), not at this line of the plugin.
+            raise pytest.skip.Exception(
+                f"inconclusive: {result.outcome.reason}", _use_item_location=True
+            )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, VerifiedDefect):
@@ -113,11 +116,11 @@ class ReviewItem(_GeneratedItem):
     def explain(self, result: FindingResult) -> str:
         return self.review.explain(self.wrapped, result)
 
-    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+    def reportinfo(self) -> tuple[Path | str, int, str]:
         finding = self.wrapped.finding
         label = f"critic22 {self.wrapped.finding_id} [{finding.location}]"
         if finding.location == WHOLE_PATCH:
-            return self.path, None, label
+            return self.path, 0, label
         edit = self.review.review.patch.edit(finding.location)
         line = (edit.added_lines or (edit.new_start,))[0]
         return self.review.rootpath / edit.path, max(0, line - 1), label
@@ -143,5 +146,5 @@ class PreservationItem(_GeneratedItem):
 
         return explain_preservation(self.group, self.review.result_record(result))
 
-    def reportinfo(self) -> tuple[Path | str, int | None, str]:
-        return self.review.rootpath / self.group, None, f"critic22 preservation {self.group}"
+    def reportinfo(self) -> tuple[Path | str, int, str]:
+        return self.review.rootpath / self.group, 0, f"critic22 preservation {self.group}"

@@ -16,12 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.scrub import scrub
+
 __all__ = [
     "SCHEMA_VERSION",
     "Ledger",
     "ensure_state_dir",
+    "folder_write_problem",
     "new_run_id",
     "read_events",
+    "write_problem",
 ]
 
 SCHEMA_VERSION = 1
@@ -47,6 +51,54 @@ def ensure_state_dir(path: Path) -> Path:
     return path
 
 
+def write_problem(path: Path) -> str | None:
+    """Why a file at ``path`` could not be created or appended to, or None when it can.
+
+    Finds out by doing it, and leaves nothing behind: the folders it had to create and
+    the file, when it did not exist before and is still empty, are removed again.
+    """
+    made = [p for p in (path.parent, *path.parent.parents) if not os.path.lexists(p)]
+    existed = os.path.lexists(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    except OSError as exc:
+        return _why(path, exc)
+    finally:
+        _undo(path, existed, made)
+    return None
+
+
+def folder_write_problem(folder: Path) -> str | None:
+    """Why files could not be created in ``folder``, or None when they can (leaves no trace)."""
+    return write_problem(folder / f".critic22-probe-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _undo(path: Path, existed: bool, made: list[Path]) -> None:
+    try:
+        if not existed and path.is_file() and path.stat().st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
+    for folder in made:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
+def _why(path: Path, exc: OSError) -> str:
+    """The reason in the user's terms: which file is in the way, or what the OS said."""
+    for ancestor in (path.parent, *path.parent.parents):
+        if os.path.lexists(ancestor):
+            if not ancestor.is_dir():
+                return f"{ancestor} is a file, not a folder"
+            break
+    if path.is_dir():
+        return f"{path} is a folder"
+    return exc.strerror or str(exc)
+
+
 class Ledger:
     def __init__(self, path: Path, run_id: str) -> None:
         self.path = path
@@ -61,7 +113,9 @@ class Ledger:
             "event": event,
             "payload": dict(payload or {}),
         }
-        line = (json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
+        text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+        # Credentials never reach the ledger: the children's output, a URL in an error...
+        line = scrub(text, os.environ).encode()
         if self.path.parent.name == STATE_DIR:
             ensure_state_dir(self.path.parent)
         else:

@@ -18,6 +18,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
 
 
+#: The ini limits of the blast radius a critic may be declined for: (name, default).
+_MAX_DEFAULTS = (("edits", 3), ("files", 2), ("symbols", 4), ("callers", 12), ("modules", 3))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("critic22", "critic22: adversarial review of a candidate patch")
     group.addoption(
@@ -214,14 +218,59 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="preservation items: auto (explicit obligations that are test ids, plus existing "
         "tests that reach the touched symbols), explicit, or off (default auto)",
     )
+    group.addoption(
+        "--critic22-allow-incomplete",
+        dest="critic22_allow_incomplete",
+        action="store_true",
+        default=False,
+        help="do not fail the run when the verdict is INCOMPLETE (the review could not look: "
+        "a required critic gave nothing usable, a tree could not import the code, the run was "
+        "interrupted); the verdict is still recorded as INCOMPLETE",
+    )
+    group.addoption(
+        "--critic22-sandbox",
+        dest="critic22_sandbox",
+        choices=("auto", "bwrap", "rlimits"),
+        default=None,
+        help="how patch and critic code runs: bwrap (bubblewrap namespaces: read-only "
+        "filesystem but its own tree, no network, no way out), rlimits (resource limits only), "
+        "or auto (bwrap when it works here, else rlimits with a warning; the default; also the "
+        "ini value critic22_sandbox)",
+    )
+    group.addoption(
+        "--critic22-pass-env",
+        dest="critic22_pass_env",
+        metavar="NAME",
+        action="append",
+        default=None,
+        help="an environment variable the project's tests need, passed to the sandboxed runs "
+        "(which otherwise see only PATH, locale and time zone); repeatable; also the ini value "
+        "critic22_pass_env",
+    )
     parser.addini("critic22_model", "the critic's litellm model string", default="")
-    for name, default in (
-        ("edits", 3),
-        ("files", 2),
-        ("symbols", 4),
-        ("callers", 12),
-        ("modules", 3),
-    ):
+    parser.addini(
+        "critic22_copy",
+        "globs of untracked or ignored files copied from the checkout into every tree "
+        "(e.g. src/*/_version.py written by hatch-vcs or setuptools-scm)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "critic22_tree_setup",
+        "a command run once in each new tree, inside the sandbox, before any test (e.g. "
+        "python -m setuptools_scm --force-write-version-files)",
+        default="",
+    )
+    parser.addini(
+        "critic22_sandbox", "how patch and critic code runs: auto, bwrap or rlimits", default="auto"
+    )
+    parser.addini(
+        "critic22_pass_env",
+        "environment variables passed to the sandboxed runs",
+        type="args",
+        default=[],
+    )
+    for name, default in _MAX_DEFAULTS:
         parser.addini(
             f"critic22_max_{name}",
             f"largest number of {name} a patch may touch and still be declined a critic",
@@ -263,6 +312,31 @@ def _positive_int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def check_ini(config: pytest.Config) -> dict[str, int]:
+    """The ``critic22_max_*`` ini values as numbers; a bad one is a one-line UsageError."""
+    return {
+        name: _ini_whole_number(
+            f"critic22_max_{name}", config.getini(f"critic22_max_{name}"), default
+        )
+        for name, default in _MAX_DEFAULTS
+    }
+
+
+def _ini_whole_number(key: str, value: object, default: int) -> int:
+    text = str(value).strip()
+    try:
+        number = int(text)
+    except ValueError:
+        raise pytest.UsageError(
+            f"ini {key}: {text!r} is not a whole number (the default is {default})"
+        ) from None
+    if number < 0:
+        raise pytest.UsageError(
+            f"ini {key}: {text!r} must not be negative (the default is {default})"
+        )
     return number
 
 

@@ -10,21 +10,22 @@ import os
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_critic22.diffparse import WHOLE_PATCH, ParsedPatch
 from pytest_critic22.falsify import Procedure
 from pytest_critic22.finding import ReviewFinding
+from pytest_critic22.nodeids import as_pytest_args, check_in_tree, find_nodeids, is_nodeid
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
-from pytest_critic22.trees import TreeError, TreeSet, Variant
-from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
+from pytest_critic22.sandbox import Sandbox
+from pytest_critic22.trees import TreeError, TreeSet, Variant, write_in_tree
+from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide, import_failure
 
 __all__ = ["ExecutionContext", "FindingResult", "acceptance_test_of", "execute"]
 
-GENERATED_DIR = "critic22_generated"
-_NODEID = re.compile(r"(?<![\w/.-])([\w./-]+\.py::[\w\[\]./:-]+)")
+GENERATED_PREFIX = "test_critic22_"  # the critic's test module: test_critic22_f1.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class ExecutionContext:
     pythonpath: tuple[str, ...] = ()
     acceptance: str | None = None  # the failing test named by the diagnosed root cause
     obligation_tests: tuple[str, ...] = ()  # obligations that are test node ids
+    sandbox: Sandbox | None = None  # None: the default (bubblewrap when it works here)
+    # Where the critic's test is written, relative to the tree: the project's test folder,
+    # so its conftest.py chain, fixtures, markers and helper imports apply as to its own.
+    test_dir: str = ""
+    scratch: Path | None = None  # the run's temporary folders, removed with its trees
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +56,12 @@ class FindingResult:
 
 def acceptance_test_of(root_cause: str) -> str | None:
     """The first test node id the diagnosed root cause names, if any."""
-    match = _NODEID.search(root_cause or "")
-    return match.group(1) if match else None
+    found = find_nodeids(root_cause or "")
+    return found[0] if found else None
 
 
 def obligation_tests(obligations: Sequence[str]) -> tuple[str, ...]:
-    return tuple(o.strip() for o in obligations if _NODEID.fullmatch(o.strip()))
+    return tuple(o.strip() for o in obligations if "::" in o and is_nodeid(o.strip()))
 
 
 def counterfactual_variant(
@@ -74,13 +80,23 @@ def execute(
     """Run the procedure on ``patched`` and on its counterfactual; return the outcome."""
     variant = counterfactual_variant(finding, procedure, ctx.patch)
     logs: dict[str, Any] = {"procedure": procedure.kind, "counterfactual_tree": variant.name}
+    if procedure.repair_given:
+        logs["repair_given"] = procedure.repair_given
+        logs["repair_applied"] = procedure.repair
     try:
         patched = ctx.trees.get(Variant.patched(ctx.patch))
     except TreeError as exc:
-        outcome = Outcome("inconclusive", f"the patched tree cannot be built: {exc}")
+        outcome = Outcome(
+            "inconclusive", f"the patched tree cannot be built: {exc}", environment=True
+        )
         return FindingResult(finding_id, outcome, variant.name, logs)
 
-    args = _prepare(finding_id, procedure, patched)
+    try:
+        args = _prepare(finding_id, procedure, patched, ctx.test_dir)
+    except TreeError as exc:
+        return FindingResult(
+            finding_id, Outcome("inconclusive", f"cannot write the test: {exc}"), variant.name, logs
+        )
     patched_runs: list[RunResult] = []
     for attempt in range(max(1, ctx.reruns)):
         run = _run(ctx, patched, args)
@@ -90,6 +106,9 @@ def execute(
     logs["patched"] = [r.to_dict() for r in patched_runs]
     early = confirm_failure(patched_runs)
     if early is not None:
+        blind = environment_problem(patched_runs[0], patched, patched_runs[0].status)
+        if blind:
+            early = Outcome("inconclusive", f"on the patched tree: {blind}", environment=True)
         return FindingResult(finding_id, early, variant.name, logs)
 
     try:
@@ -99,8 +118,14 @@ def execute(
         outcome = decide(
             patched_runs, None, counterfactual_name=variant.name, counterfactual_error=str(exc)
         )
+        if not procedure.repair:  # a repair that does not apply is the critic's, not ours
+            outcome = replace(outcome, environment=True)
         return FindingResult(finding_id, outcome, variant.name, logs)
-    counter = _run(ctx, tree, _prepare(finding_id, procedure, tree))
+    try:
+        counter = _run(ctx, tree, _prepare(finding_id, procedure, tree, ctx.test_dir))
+    except TreeError as exc:
+        outcome = Outcome("inconclusive", f"cannot write the test: {exc}")
+        return FindingResult(finding_id, outcome, variant.name, logs)
     logs["counterfactual"] = counter.to_dict()
     acceptance = None
     if ctx.acceptance and counter.status == "passed":
@@ -110,6 +135,7 @@ def execute(
     if procedure.repair and ctx.obligation_tests and counter.status == "passed":
         obligations = _run(ctx, tree, list(ctx.obligation_tests))
         logs["obligations"] = obligations.to_dict()
+        obligations = _blame_repair(ctx, obligations, patched, logs)
     outcome = decide(
         patched_runs,
         counter,
@@ -117,27 +143,94 @@ def execute(
         acceptance=acceptance,
         obligations=obligations,
     )
+    blind = environment_problem(counter, tree, counter.status)
+    if outcome.kind == "inconclusive" and blind:
+        outcome = Outcome("inconclusive", f"on the {variant.name} tree: {blind}", environment=True)
     return FindingResult(finding_id, outcome, variant.name, logs)
 
 
-def _prepare(finding_id: str, procedure: Procedure, tree: Path) -> list[str]:
-    """The pytest arguments for this procedure in this tree (writing the critic's test)."""
+def _blame_repair(
+    ctx: ExecutionContext, on_repair: RunResult, patched: Path, logs: dict[str, Any]
+) -> RunResult | None:
+    """The obligations' run on the repair tree, if the repair is to blame for a failure in
+    it; None when every obligation that fails there fails on the patched tree too
+    (pre-existing: a missing fixture, an uninstalled plugin), which is not the repair's."""
+    if on_repair.status == "passed":
+        return None
+    on_patched = _run(ctx, patched, list(ctx.obligation_tests))
+    logs["obligations_on_patched"] = on_patched.to_dict()
+    if on_repair.status == "error" and not on_repair.tests:
+        return None if on_patched.status == "error" else on_repair
+    bad = {"failed", "error"}
+    blamed = [
+        name
+        for name, status in on_repair.tests.items()
+        if status in bad and on_patched.tests.get(name) not in bad and on_patched.status != "error"
+    ]
+    logs["obligations_pre_existing"] = [
+        name for name, status in on_repair.tests.items() if status in bad and name not in blamed
+    ]
+    if not blamed:
+        return None
+    logs["obligations_broken"] = blamed
+    return on_repair
+
+
+def environment_problem(run: RunResult, tree: Path, status: str) -> str:
+    """Why ``run`` could not say anything because of the tree rather than the claim: the
+    project's own code cannot be imported there (a generated ``_version.py``, an untracked
+    module, a dependency that is not installed). "" when the failure is the test's own (a
+    critic's test importing a module that exists nowhere is the critic's guess, not ours)."""
+    if status != "error":
+        return ""
+    found = import_failure(run.output)
+    if found is None:
+        return ""
+    module, importer = found
+    root = os.path.realpath(tree)
+    if importer.startswith(root + os.sep):
+        importer = importer[len(root) + 1 :]
+    if Path(importer).name.startswith(GENERATED_PREFIX) or importer.startswith("/"):
+        return ""  # imported by the critic's test itself, or by an installed library
+    hint = (
+        "an untracked or generated file? ini critic22_copy copies files into every tree, "
+        "critic22_tree_setup runs a command in each new tree"
+    )
+    where = f" (imported by {importer})" if importer else ""
+    return f"the tree cannot import {module}{where}: {hint}"
+
+
+def _prepare(finding_id: str, procedure: Procedure, tree: Path, test_dir: str = "") -> list[str]:
+    """The pytest arguments for this procedure in this tree (writing the critic's test).
+
+    The test is written beside the project's tests rather than in a folder of its own: a
+    subfolder would change what pytest's import modes put on ``sys.path`` (``from helpers
+    import …`` beside the tests) and which package the module belongs to.
+    """
     if procedure.kind == "test":
-        folder = tree / GENERATED_DIR
-        folder.mkdir(exist_ok=True)
-        path = folder / f"test_critic22_{finding_id.lower()}.py"
-        path.write_text(procedure.source, encoding="utf-8")
-        return [str(path.relative_to(tree))]
+        # Never Path.write_text: a child that ran in this shared tree before may have planted
+        # a link where the file goes, and the controller runs outside every sandbox.
+        relative = PurePosixPath(test_dir or ".") / f"{GENERATED_PREFIX}{finding_id.lower()}.py"
+        relative = PurePosixPath(*[p for p in relative.parts if p != "."])
+        write_in_tree(tree, relative, procedure.source)
+        return [relative.as_posix()]
     return list(procedure.nodeids)
 
 
-def _run(ctx: ExecutionContext, tree: Path, args: list[str]) -> RunResult:
+def _run(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> RunResult:
+    """Run these tests in ``tree``; node ids are checked data, never options or outside paths."""
+    for nodeid in nodeids:
+        problem = check_in_tree(nodeid, tree)
+        if problem:
+            return RunResult("error", f"refused to run: {problem}", None, 0.0)
     with cpu_slot(ctx.slot_dir, ctx.slots):
         return run_pytest(
             tree,
-            args,
+            as_pytest_args(nodeids),
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+            sandbox=ctx.sandbox,
+            scratch=ctx.scratch,
         )
 
 
@@ -162,14 +255,18 @@ def execute_preservation(
         patched = ctx.trees.get(Variant.patched(ctx.patch))
         base = ctx.trees.get(Variant.base())
     except TreeError as exc:
-        return FindingResult(group_id, Outcome("inconclusive", str(exc)), "base", logs)
+        outcome = Outcome("inconclusive", str(exc), environment=True)
+        return FindingResult(group_id, outcome, "base", logs)
     first = _run(ctx, patched, list(tests))
     logs["patched"] = [first.to_dict()]
     if first.status == "passed":
         outcome = Outcome("refuted", f"all {len(tests)} preservation test(s) pass on patched")
         return FindingResult(group_id, outcome, "base", logs)
     if first.status == "error":
-        outcome = Outcome("inconclusive", f"on the patched tree: {first.reason}")
+        blind = environment_problem(first, patched, first.status)
+        outcome = Outcome(
+            "inconclusive", f"on the patched tree: {blind or first.reason}", environment=bool(blind)
+        )
         return FindingResult(group_id, outcome, "base", logs)
     by_key = {junit_key(t): t for t in tests}
     failing = [by_key.get(k, k) for k, v in first.tests.items() if v in ("failed", "error")]
@@ -337,6 +434,8 @@ def _type_errors(
             ],
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+            sandbox=ctx.sandbox,
+            scratch=ctx.scratch,
         )
         if code is None:
             return [], "type-errors: mypy timed out"
@@ -399,8 +498,20 @@ def execute_trace(
     except TreeError as exc:
         return FindingResult(finding_id, Outcome("inconclusive", str(exc)), variant.name, logs)
     files = sorted({e.path for e in located_edits(finding, ctx.patch) if e.path.endswith(".py")})
+    for tree in (patched, counter):
+        problem = check_in_tree(procedure.nodeids[0], tree)
+        if problem:
+            return FindingResult(
+                finding_id,
+                Outcome("inconclusive", f"refused to run: {problem}"),
+                variant.name,
+                logs,
+            )
     deadline = time.monotonic() + ctx.timeout
-    with tempfile.TemporaryDirectory(prefix="critic22-trace-") as tmp:
+    scratch = str(ctx.scratch) if ctx.scratch else None
+    if ctx.scratch:
+        ctx.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="critic22-trace-", dir=scratch) as tmp:
 
         def replay(tree: Path, label: str, seed: int) -> tuple[RunResult, Path]:
             out = Path(tmp) / f"{label}-{seed}.jsonl"
@@ -410,9 +521,12 @@ def execute_trace(
             with cpu_slot(ctx.slot_dir, ctx.slots):
                 result = run_pytest(
                     tree,
-                    list(procedure.nodeids),
+                    as_pytest_args(procedure.nodeids),
                     timeout=remaining,
                     pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+                    sandbox=ctx.sandbox,
+                    writable=[Path(tmp)],
+                    scratch=ctx.scratch,
                     plugins=["pytest_critic22.tracer"],
                     extra_env={
                         "PYTHONHASHSEED": str(seed),
@@ -496,3 +610,15 @@ def _divergence(runs: Sequence[tuple[RunResult, Path]], read_trace: Any, pick_pa
     if pairing is None or pairing.divergence is None:
         return ""
     return str(pairing.divergence.describe()).split("\n")[0]
+
+
+def scrubbed(result: FindingResult) -> FindingResult:
+    """The result with credentials masked in its reason and logs: a child's output (and a
+    trace it wrote itself) flows into reasons that reach the terminal, not only the files."""
+    import json
+
+    from pytest_critic22.scrub import scrub
+
+    outcome = replace(result.outcome, reason=scrub(result.outcome.reason, os.environ))
+    logs = json.loads(scrub(json.dumps(result.logs), os.environ))
+    return replace(result, outcome=outcome, logs=logs)

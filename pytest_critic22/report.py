@@ -65,7 +65,12 @@ def summary_lines(
     lines.extend(_finding_rows(review.wrapped, results))
     lines.extend(_record_rows(review.findings))
     if disposition is not None:
-        lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
+        if disposition.verdict == "incomplete":
+            head = "INCOMPLETE (interrupted)" if disposition.interrupted else "INCOMPLETE"
+            lines.append(f"verdict: {head} — the review could not look:")
+            lines.extend(f"  - {problem}" for problem in disposition.problems)
+        else:
+            lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
     lines.append(f"ledger {ledger}")
     return lines
 
@@ -83,6 +88,8 @@ def _preservation_rows(
         outcome = str(result["outcome"]) if result else "not run"
         reason = f" — {result['reason']}" if result and result["outcome"] != "refuted" else ""
         rows.append(f"  {group} ({len(tests)}): {outcome}{reason}")
+        if result:
+            rows.extend(f"      note: {note}" for note in run_notes(result.get("logs", {})))
     return rows
 
 
@@ -140,7 +147,23 @@ def _finding_rows(
         rows.append(
             f"  {w.finding_id:<4}{f.location:<12}{f.severity:<9}{kind:<15}{outcome:<13}{claim}"
         )
+        # Why it was not verified, where a newcomer looks: not only with -rs or in the JSON.
+        if result is not None and outcome in ("inconclusive", "refuted"):
+            rows.append(f"      {outcome}: {result['reason']}")
+        if result is not None:
+            rows.extend(f"      note: {note}" for note in run_notes(result.get("logs", {})))
     return rows
+
+
+def run_notes(logs: Mapping[str, Any]) -> list[str]:
+    """The distinct notes of a result's child runs (an exit status the outcomes overruled)."""
+    notes: list[str] = []
+    for value in logs.values():
+        runs = value if isinstance(value, list) else [value]
+        for run in runs:
+            if isinstance(run, Mapping) and run.get("note") and run["note"] not in notes:
+                notes.append(str(run["note"]))
+    return notes
 
 
 def _record_rows(parsed: ParseResult) -> list[str]:
@@ -151,8 +174,7 @@ def _record_rows(parsed: ParseResult) -> list[str]:
         rows.append(f"  rejected record {r.index}: {r.reason}")
     for d in parsed.downgraded:
         rows.append(f"  downgraded record {d.index} to advisory: {d.reason}")
-    for p in parsed.dropped:
-        rows.append(f"  dropped record {p.index}: {p.reason}")
+    rows.extend(f"  {line}" for line in parsed.dropped_summary())
     return rows
 
 
@@ -177,6 +199,7 @@ def json_report(
     notes: Sequence[str] = (),
     preservation: Mapping[str, Sequence[str]] | None = None,
     engage: Mapping[str, Any] | None = None,
+    sandbox: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The validator's document. Each finding stays six fields, wrapped with what we did."""
     findings = []
@@ -231,6 +254,8 @@ def json_report(
             "verdict": disposition.verdict,
             "verified": list(disposition.verified),
             "reason": disposition.reason,
+            "problems": list(disposition.problems),
+            "interrupted": disposition.interrupted,
         },
         "preservation": [
             {
@@ -244,6 +269,7 @@ def json_report(
         ],
         "impact_evidence": dict(review.packet.impact_evidence),
         "engage": dict(engage or {}),
+        "sandbox": dict(sandbox or {}),
         "notes": list(notes),
         "ledger": ledger,
     }

@@ -30,6 +30,7 @@ from pytest_critic22.inputs import (
 from pytest_critic22.items import PROPERTY, PatchFile, WrappedFinding
 from pytest_critic22.ledger import STATE_DIR, Ledger, ensure_state_dir, new_run_id
 from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
+from pytest_critic22.scrub import scrub
 from pytest_critic22.verify import Disposition, Outcome, gate
 
 __all__ = ["Critic22Plugin", "Review", "prepare_review"]
@@ -50,6 +51,9 @@ class Review:
 
 def prepare_review(config: pytest.Config) -> Review:
     """Read and check the inputs; every problem is one UsageError line."""
+    from pytest_critic22.plugin import check_ini
+
+    check_ini(config)
     invocation = config.invocation_params.dir
     try:
         patch_path, text = read_patch(config.getoption("critic22_patch"), invocation)
@@ -147,6 +151,13 @@ class Critic22Plugin:
         self.coverage_status = ""
         self.impact_radius: dict[str, int] = {}
         self.engage_decision: dict[str, Any] = {}
+        self.sandbox = _resolve_sandbox(config)
+        self.trees.setup = _tree_setup(config, self.sandbox)
+        self.problems: list[str] = []  # why the review could not do what was asked
+        self.reported: set[str] = set()  # generated items that sent a report
+        self.generated_count = 0
+        if self.sandbox.note and not self.is_worker:
+            self.notes.append(self.sandbox.note)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -171,6 +182,23 @@ class Critic22Plugin:
         )
         if not ledger_path.is_absolute():
             ledger_path = config.invocation_params.dir / ledger_path
+        if workerinput is None:  # the controller checks its outputs once, before any tree
+            from pytest_critic22.inputs import check_outputs
+
+            report_opt = config.getoption("critic22_report")
+            report_path = Path(report_opt) if report_opt else None
+            if report_path is not None and not report_path.is_absolute():
+                report_path = config.invocation_params.dir / report_path
+            try:
+                check_outputs(
+                    state_dir=config.rootpath / STATE_DIR,
+                    ledger=ledger_path,
+                    ledger_given=bool(ledger_opt),
+                    report=report_path,
+                    state_needed=critic_source(config)[0] == "model",
+                )
+            except InputError as exc:
+                raise pytest.UsageError(str(exc)) from None
         plugin = cls(config, review, Ledger(ledger_path, run_id or new_run_id()), repo)
         if pending_raw is not None:
             plugin.review = with_findings(
@@ -192,12 +220,14 @@ class Critic22Plugin:
     def _start(self) -> None:
         from pytest_critic22.trees import prune_stale
 
-        stale = prune_stale(self.repo)
+        self._check_user_nodeids()
+        stale = prune_stale(self.repo, keep=self.ledger.run_id)
         if stale:
             self.notes.append(f"removed {len(stale)} stale worktree(s) of a crashed run")
         self.trees.claim()
         atexit.register(self.cleanup)
         self._record_start()
+        self.ledger.append("sandbox", self.sandbox_record())
         applied = git(
             ["apply", "--reverse", "--check", "-"],
             self.repo,
@@ -227,12 +257,42 @@ class Critic22Plugin:
         self.review = with_findings(
             self.config, self.review, raw, critic, validate=self.validate_procedure
         )
+        problem = critic_problem(self.config, source, self.review)
+        if problem:
+            self.problems.append(problem)
         self.ledger.append("critic", critic)
         self.ledger.append("findings-parsed", report.parse_result_dict(self.review.findings))
 
+    def _check_user_nodeids(self) -> None:
+        """Obligations and the acceptance test that name tests are data: a node id inside the
+        repository (at the base commit, or added by the patch), never an option. One usage
+        error before any tree is built."""
+        from pytest_critic22.nodeids import check_nodeid
+
+        added = {f.new_path for f in self.review.patch.files if f.new_path}
+        named = [
+            ("--critic22-obligations", o.strip())
+            for o in self.review.packet.preservation_obligations
+            if _meant_as_nodeid(o)
+        ]
+        acceptance = self.config.getoption("critic22_acceptance")
+        if acceptance:
+            named.append(("--critic22-acceptance", acceptance.strip()))
+        for option, nodeid in named:
+            problem = check_nodeid(nodeid)
+            path = nodeid.split("::", 1)[0]
+            if problem is None and path not in added:
+                exists = git(
+                    ["cat-file", "-e", f"{self.base_commit}:{path}"], self.repo, check=False
+                )
+                if exists.returncode != 0:
+                    problem = f"{path} is not a file of the repository at {self.base_commit[:10]}"
+            if problem:
+                raise pytest.UsageError(f"{option}: {problem}")
+
     def _gather_evidence(self, *, with_coverage: bool) -> None:
         """Impact evidence and preservation obligations into the packet (never fatal)."""
-        from pytest_critic22.evidence import changed_line_coverage, gather_impact
+        from pytest_critic22.evidence import changed_line_coverage, fixture_evidence, gather_impact
         from pytest_critic22.impact import bound_evidence
         from pytest_critic22.packet import blind
         from pytest_critic22.runner import detect_pythonpath
@@ -256,6 +316,10 @@ class Critic22Plugin:
         tests = [o for o in explicit if _is_nodeid(o)] + auto if mode != "off" else []
         self.preservation = _group_by_file(tests)
         evidence = dict(impact.evidence)
+        # The fixtures shown are those of the folder the critic's test is written to.
+        test_dir = self.test_dir()
+        if evidence.get("fixtures", {}).get("directory") != (test_dir or "."):
+            evidence["fixtures"] = fixture_evidence(base_tree, test_dir, state / "cache" / "graph")
         self.coverage_status = ""
         if with_coverage:
             option = self.config.getoption
@@ -264,6 +328,8 @@ class Critic22Plugin:
                 self.review.patch,
                 patched_tree,
                 tests,
+                sandbox=self.sandbox,
+                scratch=self.trees.scratch,
                 timeout=option("critic22_timeout"),
                 pythonpath=detect_pythonpath(
                     patched_tree, [p for p in (pythonpath or "").split(",") if p.strip()]
@@ -411,6 +477,11 @@ class Critic22Plugin:
         node.workerinput["critic22_critic"] = self.review.critic
         node.workerinput["critic22_preservation"] = self.preservation
         node.workerinput["critic22_obligations"] = list(self.review.packet.preservation_obligations)
+        node.workerinput["critic22_sandbox"] = [
+            self.sandbox.mode,
+            list(self.sandbox.pass_env),
+            self.sandbox.note,
+        ]
 
     # -- collection ------------------------------------------------------------------------
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
@@ -430,7 +501,21 @@ class Critic22Plugin:
             nodeid=self.review.patch_path.name,
             review=self,
         )
-        items.extend(node.collect())
+        generated = list(node.collect())
+        items.extend(generated)
+        self.generated_count = len(generated)
+        # Reported like any collected file, so "collected N items" counts what will run.
+        self.config.hook.pytest_collectreport(
+            report=pytest.CollectReport(node.nodeid, "passed", None, list[Any](generated))
+        )
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> str | None:
+        if not self.generated_count:
+            return None
+        return (
+            f"critic22: {self.generated_count} of the collected items generated from "
+            f"{self.review.patch_path.name}"
+        )
 
     def blocking_findings(self) -> list[WrappedFinding]:
         return [
@@ -456,15 +541,54 @@ class Critic22Plugin:
         return self._checks
 
     def validate_procedure(self, finding: Any, procedure: Any) -> str | None:
-        """Can this procedure run on this patch? Only static checks need the trees to say."""
+        """Can this procedure run on this patch? Node ids must name test files inside the
+        patched tree; static checks must apply to the located edit."""
+        if procedure.kind in ("counterfactual", "trace"):
+            return self._nodeid_reason(procedure)
         if procedure.kind != "static":
             return None
         from pytest_critic22.procedures import static_reason
 
         return static_reason(finding, procedure, self.review.patch, self.trees, self.checks)
 
+    def _nodeid_reason(self, procedure: Any) -> str | None:
+        from pytest_critic22.nodeids import check_in_tree
+        from pytest_critic22.trees import TreeError, Variant
+
+        try:
+            patched = self.trees.get(Variant.patched(self.review.patch))
+        except TreeError:
+            return None  # the item will say the tree cannot be built
+        for nodeid in procedure.nodeids:
+            problem = check_in_tree(nodeid, patched)
+            if problem:
+                return f"{procedure.kind}: {problem}"
+        return None
+
+    def test_dir(self) -> str:
+        """Where the critic's tests go, relative to a tree: the folder of the tests that reach
+        the touched code, else the first ``testpaths`` entry, else ``tests/``, else the root."""
+        candidates = [str(Path(group).parent) for group in self.preservation]
+        candidates += [str(p) for p in (self.config.getini("testpaths") or [])]
+        candidates.append("tests")
+        for candidate in candidates:
+            path = Path(candidate)
+            if candidate in ("", ".") or path.is_absolute() or ".." in path.parts:
+                continue
+            if (self.repo / path).is_dir() and not (self.repo / path).is_symlink():
+                return path.as_posix()
+        return ""
+
+    def sandbox_record(self) -> dict[str, Any]:
+        return {
+            "mode": self.sandbox.mode,
+            "isolated": self.sandbox.isolated,
+            "warning": self.sandbox.note,
+            "pass_env": list(self.sandbox.pass_env),
+        }
+
     def execute(self, wrapped: WrappedFinding) -> Any:
-        from pytest_critic22.procedures import execute, execute_static, execute_trace
+        from pytest_critic22.procedures import execute, execute_static, execute_trace, scrubbed
 
         procedure = wrapped.procedure
         assert procedure is not None
@@ -476,13 +600,14 @@ class Critic22Plugin:
             result = execute_trace(wrapped.finding_id, wrapped.finding, procedure, self._ctx())
         else:
             result = execute(wrapped.finding_id, wrapped.finding, procedure, self._ctx())
+        result = scrubbed(result)
         self.ledger.append("procedure-run", self.result_record(result))
         return result
 
     def execute_preservation(self, group_id: str, tests: tuple[str, ...]) -> Any:
-        from pytest_critic22.procedures import execute_preservation
+        from pytest_critic22.procedures import execute_preservation, scrubbed
 
-        result = execute_preservation(group_id, tests, self._ctx())
+        result = scrubbed(execute_preservation(group_id, tests, self._ctx()))
         self.ledger.append("preservation-run", self.result_record(result))
         return result
 
@@ -501,7 +626,10 @@ class Critic22Plugin:
                 timeout=self.config.getoption("critic22_timeout"),
                 reruns=self.config.getoption("critic22_reruns"),
                 slots=os.cpu_count() or 1,
-                slot_dir=self.trees.root.parent / "slots",
+                slot_dir=self.trees.slots,
+                sandbox=self.sandbox,
+                scratch=self.trees.scratch,
+                test_dir=self.test_dir(),
                 pythonpath=tuple(p for p in (pythonpath or "").split(",") if p.strip()),
                 acceptance=self.config.getoption("critic22_acceptance")
                 or acceptance_test_of(self.review.packet.diagnosed_root_cause),
@@ -514,9 +642,16 @@ class Critic22Plugin:
             "id": result.finding_id,
             "outcome": result.outcome.kind,
             "reason": result.outcome.reason,
+            "environment": result.outcome.environment,
             "counterfactual": result.counterfactual,
             "logs": result.logs,
         }
+
+    def expected_items(self) -> list[str]:
+        """The result ids of every generated item this review owes an outcome for."""
+        return [f"preserve[{g}]" for g in self.preservation] + [
+            w.finding_id for w in self.blocking_findings()
+        ]
 
     def explain(self, wrapped: WrappedFinding, result: Any) -> str:
         return report.explain_failure(wrapped, self.result_record(result))
@@ -524,47 +659,105 @@ class Critic22Plugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return
+        prefix = f"{self.review.patch_path.name}::"
+        if report.nodeid.startswith(prefix):
+            self.reported.add(report.nodeid[len(prefix) :])
         for name, value in report.user_properties:
             if name == PROPERTY:
                 record = json.loads(str(value))
                 self.results[record["id"]] = record
 
     # -- the gate and the reports ----------------------------------------------------------
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The gate, first of every session-finish hook: its verdict's error item must reach
+        the terminal's counts, --junitxml and the cache like any other report."""
         if self.is_worker:
             return
         outcomes = [
-            (w.finding_id, w.finding.severity, Outcome(r["outcome"], r["reason"]))
+            (w.finding_id, w.finding.severity, _outcome(r))
             for w in self.review.wrapped
             if (r := self.results.get(w.finding_id)) is not None
         ]
         # A verified regression of a preservation obligation rejects as surely as a verified
         # finding: it is the deterministic validator speaking, no critic involved.
         outcomes += [
-            (key, "blocking", Outcome(r["outcome"], r["reason"]))
+            (key, "blocking", _outcome(r))
             for key, r in sorted(self.results.items())
             if key.startswith("preserve[")
         ]
-        self.disposition = gate(outcomes)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
+            session.shouldfail or session.shouldstop
+        )
+        problems = list(self.problems)
+        missing = [i for i in self.expected_items() if i not in self.results]
+        crashed = [i for i in missing if _item_name(self, i) in self.reported]
+        if crashed:
+            problems.append("did not complete (an internal error): " + ", ".join(crashed))
+        unrun = [i for i in missing if i not in crashed]
+        if unrun and interrupted:
+            problems.append("interrupted before these ran: " + ", ".join(unrun))
+        elif unrun:
+            self.notes.append("not run (deselected): " + ", ".join(unrun))
+        self.disposition = gate(outcomes, problems=problems, interrupted=interrupted)
         self.ledger.append(
             "disposition",
             {
                 "verdict": self.disposition.verdict,
                 "verified": list(self.disposition.verified),
                 "reason": self.disposition.reason,
+                "problems": list(self.disposition.problems),
+                "interrupted": self.disposition.interrupted,
             },
         )
-        if self.disposition.verdict == "reject" and session.exitstatus == pytest.ExitCode.OK:
+        allowed = self.config.getoption("critic22_allow_incomplete")
+        if self.disposition.verdict == "incomplete" and not allowed:
+            self._report_incomplete(self.disposition)
+        failing = self.disposition.verdict == "reject" or (
+            self.disposition.verdict == "incomplete" and not allowed
+        )
+        if failing and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.NO_TESTS_COLLECTED,
+        ):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if (
             self.config.getoption("critic22_only")
             and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-            and self.disposition.verdict == "proceed"
+            and self.disposition.verdict != "reject"
         ):
             # A review-only run with no blocking finding is a review that found nothing to
             # verify: the answer is "proceed", not "no tests ran".
             session.exitstatus = pytest.ExitCode.OK
+        self._write_report()
+
+    def _report_incomplete(self, disposition: Disposition) -> None:
+        """INCOMPLETE is an error item, ``patch.diff::review``, that says why."""
+        nodeid = f"{self.review.patch_path.name}::review"
+        location = (self.review.patch_path.name, None, "critic22 review")
+        longrepr = "\n".join(
+            [
+                "critic22: INCOMPLETE — the review could not look, so it cannot say PROCEED:",
+                *(f"  - {p}" for p in disposition.problems),
+                "(--critic22-allow-incomplete accepts this; the verdict stays INCOMPLETE)",
+            ]
+        )
+        hook = self.config.hook
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        report = pytest.TestReport(
+            nodeid=nodeid,
+            location=location,
+            keywords={"critic22": 1},
+            outcome="failed",
+            longrepr=longrepr,
+            when="setup",
+            user_properties=[("critic22_verdict", "incomplete")],
+        )
+        hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+    def _write_report(self) -> None:
+        assert self.disposition is not None
         target = self.config.getoption("critic22_report")
         if target:
             path = Path(target)
@@ -581,8 +774,10 @@ class Critic22Plugin:
                 notes=self.notes,
                 preservation=self.preservation,
                 engage=self.engage_decision,
+                sandbox=self.sandbox_record(),
             )
-            path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+            text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+            path.write_text(scrub(text, os.environ))
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -613,9 +808,100 @@ class Critic22Plugin:
         self.trees.remove_all()
 
 
+def _outcome(record: dict[str, Any]) -> Outcome:
+    return Outcome(record["outcome"], record["reason"], bool(record.get("environment")))
+
+
+def _item_name(plugin: Critic22Plugin, result_id: str) -> str:
+    """A result id's item name: ``F1`` -> ``F1[e2]``; preservation ids are their names."""
+    for w in plugin.review.wrapped:
+        if w.finding_id == result_id:
+            return f"{w.finding_id}[{w.finding.location}]"
+    return result_id
+
+
+def critic_problem(config: pytest.Config, source: str, review: Review) -> str:
+    """Why a critic that was required gave nothing usable ("" when it did, or was optional).
+
+    Required: findings given to replay, or --critic22-engage=always. Usable: a findings list
+    (possibly empty) with at least one record that passed the schema, unless it was empty.
+    """
+    required = source == "replay" or (
+        source == "model" and config.getoption("critic22_engage") == "always"
+    )
+    if not required:
+        return ""
+    critic = review.critic
+    if critic.get("absent"):
+        return f"the required critic gave no answer: {critic.get('reason', '')}"
+    parsed = review.findings
+    if parsed.error:
+        what = "the findings file" if source == "replay" else "the required critic's answer"
+        return f"{what} is unusable: {parsed.error}"
+    if not parsed.findings and parsed.rejected:
+        return f"the critic's {len(parsed.rejected)} record(s) were all rejected by the schema"
+    return ""
+
+
+def _meant_as_nodeid(text: str) -> bool:
+    """An obligation written as a test (not prose): one token naming a .py file."""
+    stripped = text.strip()
+    head = stripped.split("::", 1)[0]
+    return ("::" in stripped or stripped.endswith(".py")) and " " not in head
+
+
 def _is_nodeid(text: str) -> bool:
-    head = text.strip().split("::", 1)[0]
-    return head.endswith(".py") and " " not in text.strip()
+    from pytest_critic22.nodeids import is_nodeid
+
+    return is_nodeid(text)
+
+
+def _tree_setup(config: pytest.Config, sandbox: Any) -> Any:
+    """ini critic22_copy and critic22_tree_setup, checked before any tree is built."""
+    import shlex
+
+    from pytest_critic22.trees import TreeSetup
+
+    copy = tuple(str(g) for g in (config.getini("critic22_copy") or []))
+    for glob in copy:
+        if glob.startswith("/") or ".." in Path(glob).parts:
+            raise pytest.UsageError(
+                f"ini critic22_copy: {glob!r} must be a glob relative to the repository root"
+            )
+    raw = str(config.getini("critic22_tree_setup") or "").strip()
+    try:
+        command = tuple(shlex.split(raw))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini critic22_tree_setup: {exc}: {raw!r}") from None
+    pythonpath = config.getoption("critic22_pythonpath")
+    return TreeSetup(
+        copy=copy,
+        command=command,
+        timeout=config.getoption("critic22_timeout"),
+        sandbox=sandbox,
+        pythonpath=tuple(p for p in (pythonpath or "").split(",") if p.strip()),
+    )
+
+
+def _resolve_sandbox(config: pytest.Config) -> Any:
+    """The run's sandbox: the controller probes once, its xdist workers take its answer."""
+    from pytest_critic22.sandbox import Sandbox, SandboxError, resolve
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "critic22_sandbox" in workerinput:
+        mode, names, note = workerinput["critic22_sandbox"]
+        return Sandbox(mode, tuple(names), note)
+    requested = config.getoption("critic22_sandbox") or str(
+        config.getini("critic22_sandbox") or "auto"
+    )
+    names = [
+        *(config.getini("critic22_pass_env") or []),
+        *(config.getoption("critic22_pass_env") or []),
+    ]
+    try:
+        return resolve(requested.strip(), names)
+    except SandboxError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _group_by_file(tests: list[str]) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ inconclusive -- anything else: flaky, fails on both trees, a tree that cannot be
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,7 +24,9 @@ __all__ = [
     "RunStatus",
     "confirm_failure",
     "decide",
+    "error_summary",
     "gate",
+    "import_failure",
 ]
 
 OutcomeKind = Literal["verified", "refuted", "inconclusive"]
@@ -38,9 +41,10 @@ class RunResult:
     seconds: float
     tests: Mapping[str, str] = field(default_factory=dict)  # name -> passed|failed|skipped|error
     output: str = ""  # the tail of the child's output, for the report
+    note: str = ""  # what a person should know: an exit status the outcomes overruled
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        record: dict[str, object] = {
             "status": self.status,
             "reason": self.reason,
             "exit_code": self.exit_code,
@@ -48,19 +52,56 @@ class RunResult:
             "tests": dict(self.tests),
             "output": self.output,
         }
+        if self.note:
+            record["note"] = self.note
+        return record
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     kind: OutcomeKind
     reason: str
+    # inconclusive because the review could not look: a tree could not be built, or could
+    # not import the code under test. Unlike flaky or fails-on-both-trees, this is no
+    # answer about the claim at all, and the gate says INCOMPLETE rather than PROCEED.
+    environment: bool = False
+
+
+Verdict = Literal["reject", "incomplete", "proceed"]
 
 
 @dataclass(frozen=True, slots=True)
 class Disposition:
-    verdict: Literal["reject", "proceed"]
+    verdict: Verdict
     verified: tuple[str, ...]  # ids of verified blocking findings
     reason: str
+    problems: tuple[str, ...] = ()  # why the review could not look (INCOMPLETE)
+    interrupted: bool = False
+
+
+_FIXTURE = re.compile(r"fixture '([^']+)' not found")
+_E_LINE = re.compile(r"^E\s+(\S.*)$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^(?:ERROR: |\w+Error: )(.+)$", re.MULTILINE)
+
+
+def error_summary(output: str) -> str:
+    """One line that says why a child's tests errored at collection or setup: the missing
+    fixture, the import error, the syntax error — what the critic and a person need."""
+    found = _FIXTURE.search(output or "")
+    if found:
+        return f"fixture {found.group(1)!r} not found"
+    e_lines = [m.group(1).strip() for m in _E_LINE.finditer(output or "")]
+    named = [line for line in e_lines if re.match(r"^[\w.]+(Error|Exception)\b", line)]
+    if named or e_lines:
+        return (named or e_lines)[0][:200]
+    line = _ERROR_LINE.search(output or "")
+    return line.group(0).strip()[:200] if line else ""
+
+
+def explain_error(run: RunResult) -> str:
+    """A run's error reason, with the one-line cause from its output when there is one."""
+    detail = error_summary(run.output) if run.status == "error" else ""
+    return f"{run.reason}: {detail}" if detail and detail not in run.reason else run.reason
 
 
 def confirm_failure(runs: Sequence[RunResult]) -> Outcome | None:
@@ -69,7 +110,7 @@ def confirm_failure(runs: Sequence[RunResult]) -> Outcome | None:
         return Outcome("inconclusive", "the procedure did not run")
     first = runs[0]
     if first.status == "error":
-        return Outcome("inconclusive", f"on the patched tree: {first.reason}")
+        return Outcome("inconclusive", f"on the patched tree: {explain_error(first)}")
     if first.status == "passed":
         return Outcome("refuted", "the procedure passes on the patched tree")
     failures = sum(1 for r in runs if r.status == "failed")
@@ -102,7 +143,7 @@ def decide(
         return Outcome(
             "inconclusive",
             f"fails on patched ({n}/{n}); on the {counterfactual_name} tree: "
-            f"{counterfactual.reason}",
+            f"{explain_error(counterfactual)}",
         )
     if counterfactual.status == "failed":
         return Outcome(
@@ -127,10 +168,21 @@ def decide(
     )
 
 
-def gate(outcomes: Sequence[tuple[str, str, Outcome]]) -> Disposition:
-    """reject iff at least one BLOCKING finding is verified, whatever the others did.
+def gate(
+    outcomes: Sequence[tuple[str, str, Outcome]],
+    *,
+    problems: Sequence[str] = (),
+    interrupted: bool = False,
+) -> Disposition:
+    """The verdict. ``outcomes`` holds (finding id, severity, outcome); ``problems`` are what
+    kept the review from doing what was asked (a required critic gave nothing usable, items
+    that never ran), decided by the caller.
 
-    ``outcomes`` holds (finding id, severity, outcome).
+    reject      iff at least one BLOCKING finding (or preservation group) is verified,
+                whatever the others did;
+    incomplete  iff nothing is verified and the review could not look: a problem above,
+                an interruption, or an inconclusive outcome caused by the environment;
+    proceed     otherwise. "Could not look" is never reported as "looked, found nothing".
     """
     verified = tuple(
         fid for fid, severity, o in outcomes if severity == "blocking" and o.kind == "verified"
@@ -141,10 +193,41 @@ def gate(outcomes: Sequence[tuple[str, str, Outcome]]) -> Disposition:
             verified,
             f"{len(verified)} verified blocking defect{'s' if len(verified) != 1 else ''}: "
             + ", ".join(verified),
+            interrupted=interrupted,
         )
     counts: dict[str, int] = {}
     for _, severity, outcome in outcomes:
         if severity == "blocking":
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
     detail = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no blocking findings"
+    blind = [
+        f"{fid}: {o.reason}"
+        for fid, severity, o in outcomes
+        if severity == "blocking" and o.kind == "inconclusive" and o.environment
+    ]
+    reasons = tuple(problems) + tuple(blind)
+    if interrupted and not any(r.startswith("interrupted") for r in reasons):
+        reasons = ("interrupted before the review finished", *reasons)
+    if reasons:
+        return Disposition(
+            "incomplete",
+            (),
+            f"the review could not look ({detail}): " + "; ".join(reasons),
+            reasons,
+            interrupted,
+        )
     return Disposition("proceed", (), f"no verified blocking defect ({detail})")
+
+
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'")
+_FRAME = re.compile(r"^(\S+\.py):\d+: in ", re.MULTILINE)
+
+
+def import_failure(output: str) -> tuple[str, str] | None:
+    """(missing module, the file that imported it) from a child pytest's output, when the
+    run failed to import a module; the file is "" when the output shows no frame."""
+    found = _MISSING_MODULE.search(output or "")
+    if found is None:
+        return None
+    frames = _FRAME.findall(output[: found.start()])
+    return found.group(1), (frames[-1] if frames else "")

@@ -46,8 +46,8 @@ def no_trees_left(repo: Path) -> bool:
 def test_sigint_in_the_middle_of_a_procedure_leaves_no_worktree(pytester: pytest.Pytester) -> None:
     repo = make_sample(pytester, "textstats")
     before = repo_state(repo)
-    started = repo.parent / "started"
     findings = repo.parent / "hang.json"
+    report = repo.parent / "r.json"
     findings.write_text(
         json.dumps(
             [
@@ -55,7 +55,8 @@ def test_sigint_in_the_middle_of_a_procedure_leaves_no_worktree(pytester: pytest
                     "e2",
                     "hangs",
                     "test:\nimport time\n\ndef test_hang():\n"
-                    f"    open({str(started)!r}, 'w').write('x')\n    time.sleep(600)\n",
+                    # The tree is the one place the sandbox lets it write.
+                    "    open('started', 'w').write('x')\n    time.sleep(600)\n",
                 )
             ]
         )
@@ -67,7 +68,9 @@ def test_sigint_in_the_middle_of_a_procedure_leaves_no_worktree(pytester: pytest
             "pytest",
             f"--critic22={DROPS / 'patch.diff'}",
             f"--critic22-findings={findings}",
+            f"--critic22-report={report}",
             "--critic22-only",
+            "--critic22-preservation=off",  # nothing verified before the interrupt
         ],
         cwd=repo,
         stdout=subprocess.PIPE,
@@ -75,7 +78,7 @@ def test_sigint_in_the_middle_of_a_procedure_leaves_no_worktree(pytester: pytest
     )
     try:
         deadline = time.monotonic() + 120
-        while not started.exists():
+        while not list(trees_root(repo).glob("*/patched/started")):
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
             assert time.monotonic() < deadline, "the procedure never started"
             time.sleep(0.1)
@@ -86,6 +89,15 @@ def test_sigint_in_the_middle_of_a_procedure_leaves_no_worktree(pytester: pytest
         if proc.poll() is None:
             proc.kill()
     assert b"KeyboardInterrupt" in out or proc.returncode == 2
+    # Interrupted is never PROCEED: not in the report, not in the ledger, not on the terminal.
+    disposition = json.loads(report.read_text())["disposition"]
+    assert disposition["verdict"] == "incomplete" and disposition["interrupted"] is True
+    assert "F1" in " ".join(disposition["problems"])
+    events = [json.loads(x) for x in (repo / ".critic22" / "ledger.jsonl").read_text().splitlines()]
+    verdicts = [e["payload"] for e in events if e["event"] == "disposition"]
+    assert [(v["verdict"], v["interrupted"]) for v in verdicts] == [("incomplete", True)]
+    assert b"verdict: INCOMPLETE (interrupted)" in out
+    assert b"verdict: PROCEED" not in out
     assert repo_state(repo) == before
     assert git(["worktree", "list"], repo).stdout.count("\n") == 1
     assert no_trees_left(repo)
@@ -160,29 +172,21 @@ def test_the_critics_test_exercises_the_worktree_even_with_an_editable_install(
     assert "PASSED patch.diff::F2[e3]" in done.stdout
 
 
-def test_a_hung_critic_test_is_inconclusive_and_secrets_stay_out(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo = make_sample(pytester, "textstats")
-    envfile = repo.parent / "env.json"
-    findings = repo.parent / "f.json"
+def test_a_hung_critic_test_is_inconclusive_at_the_timeout(pytester: pytest.Pytester) -> None:
+    # Only the endless test runs under the short limit: a test that must finish within it on
+    # a loaded machine would measure the machine, not the plugin. (What the child's
+    # environment holds is tests/test_sandbox.py's and tests/test_runner.py's business.)
+    make_sample(pytester, "textstats")
+    findings = pytester.path.parent / "f.json"
     findings.write_text(
         json.dumps(
             [
                 finding(
                     "e2", "hangs", "test:\nimport time\n\ndef test_hang():\n    time.sleep(600)\n"
-                ),
-                finding(
-                    "e3",
-                    "prints the environment",
-                    "test:\nimport json, os\n\ndef test_env():\n"
-                    f"    json.dump(dict(os.environ), open({str(envfile)!r}, 'w'))\n",
-                ),
+                )
             ]
         )
     )
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-secret")
-    monkeypatch.setenv("SOME_SERVICE_TOKEN", "planted-secret")
     start = time.monotonic()
     result = pytester.runpytest_subprocess(
         f"--critic22={DROPS / 'patch.diff'}",
@@ -192,12 +196,9 @@ def test_a_hung_critic_test_is_inconclusive_and_secrets_stay_out(
         "--critic22-preservation=off",
         "-rs",
     )
-    assert time.monotonic() - start < 90
-    result.assert_outcomes(passed=1, skipped=1)
+    assert time.monotonic() - start < 300  # a hang bound, not a speed claim: it sleeps 600 s
+    result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*inconclusive: on the patched tree: timed out after 3s*"])
-    seen = json.loads(envfile.read_text())
-    assert "OPENAI_API_KEY" not in seen and "SOME_SERVICE_TOKEN" not in seen
-    assert not any("planted-secret" in v for v in seen.values())
 
 
 def test_permuting_confidences_changes_no_outcome_end_to_end(pytester: pytest.Pytester) -> None:

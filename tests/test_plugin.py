@@ -66,6 +66,7 @@ def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -
         "run-start",
         "patch-parsed",
         "packet-built",
+        "sandbox",
         "impact",
         "critic",
         "findings-parsed",

@@ -1,0 +1,1 @@
+"""A tiny clock library whose tests use a conftest fixture and a unittest base class."""

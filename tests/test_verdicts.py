@@ -1,0 +1,173 @@
+"""Three verdicts: REJECT, INCOMPLETE, PROCEED — "could not look" is never "found nothing"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_critic22.samples import case_dir
+from pytest_critic22.verify import Outcome, gate, import_failure
+from tests.e2e import make_sample
+
+DROPS = case_dir("textstats", "median-drops-guard")
+
+REFUTED = Outcome("refuted", "passes on patched")
+FLAKY = Outcome("inconclusive", "flaky: failed 1 of 3 runs on the patched tree")
+BLIND = Outcome("inconclusive", "the tree cannot import pkg._version", environment=True)
+VERIFIED = Outcome("verified", "fails on patched (3/3 runs) and passes on base")
+
+
+# -- the gate, in-process ---------------------------------------------------------------------
+
+
+def test_refuted_and_ordinary_inconclusive_outcomes_proceed() -> None:
+    verdict = gate([("F1", "blocking", REFUTED), ("F2", "blocking", FLAKY)])
+    assert verdict.verdict == "proceed" and verdict.problems == ()
+
+
+def test_an_environment_inconclusive_makes_the_review_incomplete() -> None:
+    verdict = gate([("F1", "blocking", REFUTED), ("F2", "blocking", BLIND)])
+    assert verdict.verdict == "incomplete"
+    assert verdict.problems == ("F2: the tree cannot import pkg._version",)
+
+
+def test_an_advisory_finding_never_makes_a_verdict_incomplete() -> None:
+    assert gate([("F1", "advisory", BLIND)]).verdict == "proceed"
+
+
+def test_a_problem_of_the_run_makes_it_incomplete_and_an_interrupt_says_so() -> None:
+    assert gate([], problems=["the findings file is unusable"]).verdict == "incomplete"
+    interrupted = gate([("F1", "blocking", REFUTED)], interrupted=True)
+    assert interrupted.verdict == "incomplete" and interrupted.interrupted
+    assert interrupted.problems[0].startswith("interrupted")
+
+
+def test_a_verified_defect_rejects_whatever_could_not_be_looked_at() -> None:
+    verdict = gate(
+        [("F1", "blocking", VERIFIED), ("F2", "blocking", BLIND)],
+        problems=["interrupted before these ran: F3"],
+        interrupted=True,
+    )
+    assert verdict.verdict == "reject" and verdict.verified == ("F1",)
+
+
+def test_import_failure_names_the_module_and_the_file_that_imported_it() -> None:
+    output = (
+        "ImportError while importing test module 'tests/test_critic22_f1.py'.\n"
+        "Traceback:\n"
+        "tests/test_critic22_f1.py:1: in <module>\n    from pkg import core\n"
+        "src/pkg/__init__.py:1: in <module>\n    from ._version import v\n"
+        "E   ModuleNotFoundError: No module named 'pkg._version'\n"
+    )
+    assert import_failure(output) == ("pkg._version", "src/pkg/__init__.py")
+    assert import_failure("1 failed in 0.1s") is None
+
+
+# -- end to end: every fail-open case of issue 11 ----------------------------------------------
+
+
+def _review(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, object]]:
+    report = pytester.path.parent / "report.json"
+    result = pytester.runpytest_subprocess(
+        f"--critic22={DROPS / 'patch.diff'}",
+        f"--critic22-report={report}",
+        "--critic22-only",
+        "--critic22-preservation=off",
+        *args,
+    )
+    disposition = json.loads(report.read_text())["disposition"]
+    assert isinstance(disposition, dict)
+    return result, disposition
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "the output is empty"),
+        ("this is not JSON", "holds no JSON"),
+        ("42", "JSON int"),
+        ('{"a": 1}', "without a 'findings' list"),
+        ('[{"a": 1}]', "all rejected"),
+    ],
+    ids=["empty", "not-json", "a-number", "an-object", "only-bad-records"],
+)
+def test_an_unusable_findings_file_is_incomplete_not_proceed(
+    pytester: pytest.Pytester, content: str, why: str
+) -> None:
+    make_sample(pytester, "textstats")
+    findings = pytester.path.parent / "findings.json"
+    findings.write_text(content)
+    result, disposition = _review(pytester, f"--critic22-findings={findings}")
+    assert result.ret == 1
+    assert disposition["verdict"] == "incomplete"
+    assert why in " ".join(disposition["problems"])  # type: ignore[arg-type]
+    result.stdout.fnmatch_lines(["verdict: INCOMPLETE*", "ERROR patch.diff::review*"])
+
+
+@pytest.mark.e2e
+def test_allow_incomplete_exits_zero_and_still_records_incomplete(
+    pytester: pytest.Pytester,
+) -> None:
+    make_sample(pytester, "textstats")
+    findings = pytester.path.parent / "findings.json"
+    findings.write_text("42")
+    result, disposition = _review(
+        pytester, f"--critic22-findings={findings}", "--critic22-allow-incomplete"
+    )
+    assert result.ret == 0
+    assert disposition["verdict"] == "incomplete"
+    assert "patch.diff::review" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["verdict: INCOMPLETE*"])
+
+
+@pytest.mark.e2e
+def test_an_empty_findings_list_and_a_refuted_only_run_still_proceed(
+    pytester: pytest.Pytester,
+) -> None:
+    make_sample(pytester, "textstats")
+    empty = pytester.path.parent / "empty.json"
+    empty.write_text("[]")
+    result, disposition = _review(pytester, f"--critic22-findings={empty}")
+    assert (result.ret, disposition["verdict"]) == (0, "proceed")
+    refuted = pytester.path.parent / "refuted.json"
+    refuted.write_text(
+        json.dumps(
+            [
+                {
+                    "location": "e3",
+                    "claim": "median of one value changes",
+                    "severity": "blocking",
+                    "evidence": "e3 rewrites median",
+                    "falsification": "test:\nfrom textstats.stats import median\n\n"
+                    "def test_one():\n    assert median([4]) == 4\n",
+                    "confidence": 0.9,
+                }
+            ]
+        )
+    )
+    result, disposition = _review(pytester, f"--critic22-findings={refuted}")
+    assert (result.ret, disposition["verdict"]) == (0, "proceed")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.e2e
+def test_a_required_critic_that_cannot_be_reached_is_incomplete(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_sample(pytester, "textstats")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    result, disposition = _review(
+        pytester,
+        "--critic22-engage=always",
+        "--critic22-model=openai/critic",
+        "--critic22-api-base=http://127.0.0.1:9/v1",
+        "--critic22-retries=0",
+        "--critic22-critic-timeout=30",
+    )
+    assert result.ret == 1
+    assert disposition["verdict"] == "incomplete"
+    assert "the required critic gave no answer" in " ".join(disposition["problems"])  # type: ignore[arg-type]
