@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_critic22.samples import case_dir
-from pytest_critic22.verify import Outcome, gate, import_failure
+from pytest_critic22.verify import Outcome, error_summary, gate, import_failure
 from tests.e2e import make_sample
 
 DROPS = case_dir("textstats", "median-drops-guard")
@@ -50,6 +50,26 @@ def test_a_verified_defect_rejects_whatever_could_not_be_looked_at() -> None:
         interrupted=True,
     )
     assert verdict.verdict == "reject" and verdict.verified == ("F1",)
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        (
+            "E       fixture 'stamp' not found\n>  available fixtures: cache",
+            "fixture 'stamp' not found",
+        ),
+        (
+            "E   ModuleNotFoundError: No module named 'x'",
+            "ModuleNotFoundError: No module named 'x'",
+        ),
+        ('E     File "t.py", line 2\nE       def f(:\nE   SyntaxError: bad', "SyntaxError: bad"),
+        ("nothing to see", ""),
+    ],
+    ids=["fixture", "import", "syntax", "none"],
+)
+def test_a_setup_error_is_summarised_in_one_line(output: str, line: str) -> None:
+    assert error_summary(output) == line
 
 
 def test_import_failure_names_the_module_and_the_file_that_imported_it() -> None:
@@ -143,13 +163,26 @@ def test_an_empty_findings_list_and_a_refuted_only_run_still_proceed(
                     "falsification": "test:\nfrom textstats.stats import median\n\n"
                     "def test_one():\n    assert median([4]) == 4\n",
                     "confidence": 0.9,
-                }
+                },
+                {
+                    "location": "e3",
+                    "claim": "median needs a clock",
+                    "severity": "blocking",
+                    "evidence": "e3",
+                    "falsification": "test:\ndef test_clock(no_such_fixture):\n    pass\n",
+                    "confidence": 0.1,
+                },
             ]
         )
     )
-    result, disposition = _review(pytester, f"--critic22-findings={refuted}")
+    result, disposition = _review(pytester, f"--critic22-findings={refuted}", "-rs")
+    # A test of the critic's that cannot set up is an ordinary inconclusive (the critic's
+    # mistake, not a tree that could not look), and the summary says why in one line.
     assert (result.ret, disposition["verdict"]) == (0, "proceed")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["      inconclusive: on the patched tree: *: fixture 'no_such_fixture' not found"]
+    )
 
 
 @pytest.mark.e2e
