@@ -16,9 +16,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_critic22.nodeids import check_nodeid, split_nodeids
+
+if TYPE_CHECKING:
+    from pytest_critic22.diffparse import ParsedPatch
 
 __all__ = [
     "EXECUTABLE_KINDS",
@@ -132,18 +135,26 @@ def _parse_test(rest: str) -> Procedure | NotExecutable:
     if split is not None:
         from pytest_critic22.diffparse import DiffError, parse_patch, recount_hunks
 
+        # Models miscount hunk lengths; the counts are recomputed (the context is still
+        # checked exactly when the repair is applied), and the diff as given is kept. A last
+        # hunk that says too few lines parses as given (the rest is ignored), so the counts
+        # are compared, not only whether it parses.
+        recounted = recount_hunks(repair)
         try:
-            parse_patch(repair)
+            fixed = _hunk_counts(parse_patch(recounted))
         except DiffError as exc:
-            # Models miscount hunk lengths; the counts are recomputed (the context is still
-            # checked exactly when the repair is applied), the diff as given is kept.
-            recounted = recount_hunks(repair)
-            try:
-                parse_patch(recounted)
-            except DiffError:
-                return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
+            return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
+        try:
+            as_given: list[tuple[int, int]] | None = _hunk_counts(parse_patch(repair))
+        except DiffError:
+            as_given = None
+        if as_given != fixed:
             given, repair = repair, recounted
     return Procedure(kind="test", source=source, repair=repair, repair_given=given)
+
+
+def _hunk_counts(patch: ParsedPatch) -> list[tuple[int, int]]:
+    return [(e.old_count, e.new_count) for e in patch.edits]
 
 
 def _parse_counterfactual(rest: str) -> Procedure | NotExecutable:

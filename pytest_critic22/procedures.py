@@ -165,7 +165,9 @@ def _blame_repair(
     blamed = [
         name
         for name, status in on_repair.tests.items()
-        if status in bad and on_patched.tests.get(name) not in bad and on_patched.status != "error"
+        if status in bad
+        and (on_patched.tests or on_patched.status != "error")
+        and on_patched.tests.get(name) not in bad
     ]
     logs["obligations_pre_existing"] = [
         name for name, status in on_repair.tests.items() if status in bad and name not in blamed
@@ -262,8 +264,11 @@ def execute_preservation(
     if first.status == "passed":
         outcome = Outcome("refuted", f"all {len(tests)} preservation test(s) pass on patched")
         return FindingResult(group_id, outcome, "base", logs)
-    if first.status == "error":
-        blind = environment_problem(first, patched, first.status)
+    ran = any(junit_key(t) in first.tests for t in tests)
+    blind = environment_problem(first, patched, first.status) if first.status == "error" else ""
+    # A group where some tests ran is compared with the base even when one errored (a fixture
+    # from an uninstalled plugin): the error may be pre-existing, a failure beside it may not.
+    if first.status == "error" and (blind or not ran):
         outcome = Outcome(
             "inconclusive", f"on the patched tree: {blind or first.reason}", environment=bool(blind)
         )

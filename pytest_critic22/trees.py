@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -24,7 +25,15 @@ from typing import Any
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 
-__all__ = ["TreeError", "TreeSet", "Variant", "prune_stale", "trees_root", "write_in_tree"]
+__all__ = [
+    "TreeError",
+    "TreeSet",
+    "TreeSetupError",
+    "Variant",
+    "prune_stale",
+    "trees_root",
+    "write_in_tree",
+]
 
 _READY = ".ready"  # beside the tree, so the tree holds only the code
 _OWNER = "owner.json"
@@ -33,6 +42,11 @@ _LOCK = "worktree.lock"
 
 class TreeError(RuntimeError):
     """A tree could not be built; a finding that needs it is inconclusive."""
+
+
+class TreeSetupError(TreeError):
+    """critic22_tree_setup failed in a tree: the review cannot look (INCOMPLETE), which is
+    not the same as a patch that does not apply (a usage error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +146,8 @@ class TreeSet:
         """Why the patch does not apply to the base commit, or None when it does."""
         try:
             self.get(Variant.patched(patch))
+        except TreeSetupError:
+            return None  # it applies; each item will say the tree could not be set up
         except TreeError as exc:
             return str(exc)
         return None
@@ -236,8 +252,8 @@ class TreeSetup:
         if code != 0:
             last = (out.strip().splitlines() or ["no output"])[-1]
             why = "timed out" if code is None else f"exited {code}"
-            raise TreeError(
-                f"critic22_tree_setup {' '.join(self.command)!r} {why} in the {name} tree: {last}"
+            raise TreeSetupError(
+                f"critic22_tree_setup {shlex.join(self.command)!r} {why} in the {name} tree: {last}"
             )
 
 
