@@ -17,9 +17,10 @@ def make_sample(pytester: pytest.Pytester, sample: str) -> Path:
     """Copy a sample repository into pytester's folder and commit it."""
     shutil.copytree(SAMPLES_DIR / sample / "repo", pytester.path, dirs_exist_ok=True)
     init_repo(pytester.path)
-    # pytester's own files (runpytest-current, stdout, stderr) are not the user's work.
+    # pytester's own files (runpytest-current, stdout, stderr) are not the user's work, and
+    # .coverage is what the user's own session writes when its addopts say --cov (projenv).
     with open(pytester.path / ".git" / "info" / "exclude", "a") as fh:
-        fh.write("runpytest-current\nstdout\nstderr\n")
+        fh.write("runpytest-current\nstdout\nstderr\n.coverage\n")
     return pytester.path
 
 
