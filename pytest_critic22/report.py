@@ -33,6 +33,7 @@ def summary_lines(
     ledger: str,
     notes: Sequence[str] = (),
     preservation: Mapping[str, Sequence[str]] | None = None,
+    preservation_mode: str = "auto",
 ) -> list[str]:
     patch, stripped = review.patch, review.stripped
     n_edits = len(patch.edits)
@@ -60,7 +61,10 @@ def summary_lines(
         lines.append("request keys ignored (not packet elements): " + ", ".join(stripped.ignored))
     lines.extend(notes)
 
-    lines.extend(_preservation_rows(preservation or {}, results))
+    if preservation_mode == "off":
+        lines.append("preservation: off (--critic22-preservation=off)")
+    else:
+        lines.extend(_preservation_rows(preservation or {}, results))
     lines.append(critic_line(review.critic))
     lines.extend(_finding_rows(review.wrapped, results))
     lines.extend(_record_rows(review.findings))

@@ -791,6 +791,7 @@ class Critic22Plugin:
             ledger=str(self.ledger.path),
             notes=self.notes,
             preservation=self.preservation,
+            preservation_mode=self.config.getoption("critic22_preservation"),
         ):
             terminalreporter.line(line)
 
