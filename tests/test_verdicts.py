@@ -139,7 +139,9 @@ def test_allow_incomplete_exits_zero_and_still_records_incomplete(
     assert result.ret == 0
     assert disposition["verdict"] == "incomplete"
     assert "patch.diff::review" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["verdict: INCOMPLETE*"])
+    result.stdout.fnmatch_lines(
+        ["preservation: off (--critic22-preservation=off)", "verdict: INCOMPLETE*"]
+    )
 
 
 @pytest.mark.e2e
