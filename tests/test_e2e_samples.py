@@ -22,7 +22,8 @@ pytestmark = [
 ]
 
 
-# Run once, serially: trace replay is CPU-bound (40 replays of a threaded test); projenv's
+# Run once, serially: trace replay is CPU-bound (40 replays of a threaded test, each a child
+# pytest; its case gives the replays a budget no loaded machine exhausts); projenv's
 # tests use the project's conftest fixture and unittest base class, and its configuration
 # says --cov-fail-under=99 (its children run with --no-cov, outcomes come per test).
 SERIAL_ONLY = [("counterkit", "lock-removed"), ("projenv", "elapsed-sign")]
