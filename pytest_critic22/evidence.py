@@ -46,8 +46,7 @@ from pytest_critic22.impact import (
     scan_file,
     statement_lines,
 )
-from pytest_critic22.nodeids import as_pytest_args, is_nodeid
-from pytest_critic22.procedures import GENERATED_PREFIX
+from pytest_critic22.nodeids import GENERATED_PREFIX, as_pytest_args, is_nodeid
 from pytest_critic22.runner import run_pytest
 from pytest_critic22.sandbox import Sandbox
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 __all__ = [
+    "GENERATED_PREFIX",
     "NodeIdError",
     "as_pytest_args",
     "check_in_tree",
@@ -26,6 +27,9 @@ __all__ = [
     "is_nodeid",
     "split_nodeids",
 ]
+
+#: The critic's test module in a tree: ``test_critic22_f1.py``, beside the project's tests.
+GENERATED_PREFIX = "test_critic22_"
 
 # Where a new node id starts inside a line: a path ending in .py at a token boundary,
 # followed by ``::``, whitespace or the end.

@@ -17,15 +17,19 @@ from typing import Any
 from pytest_critic22.diffparse import WHOLE_PATCH, ParsedPatch
 from pytest_critic22.falsify import Procedure
 from pytest_critic22.finding import ReviewFinding
-from pytest_critic22.nodeids import as_pytest_args, check_in_tree, find_nodeids, is_nodeid
+from pytest_critic22.nodeids import (
+    GENERATED_PREFIX,
+    as_pytest_args,
+    check_in_tree,
+    find_nodeids,
+    is_nodeid,
+)
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
 from pytest_critic22.sandbox import Sandbox
 from pytest_critic22.trees import TreeError, TreeSet, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide, import_failure
 
 __all__ = ["ExecutionContext", "FindingResult", "acceptance_test_of", "execute"]
-
-GENERATED_PREFIX = "test_critic22_"  # the critic's test module: test_critic22_f1.py
 
 
 @dataclass(frozen=True, slots=True)
