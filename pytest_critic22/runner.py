@@ -10,6 +10,7 @@ the output tail kept for reports is scrubbed of credentials.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -261,6 +262,7 @@ def _scratch(folder: Path | None) -> str | None:
     return str(folder)
 
 
+@functools.cache
 def _no_measurement() -> list[str]:
     """Options that keep the project's measurement plugins out of a child's verdict: its
     ``addopts`` may say ``--cov --cov-fail-under=99``, which fails a run whose tests all

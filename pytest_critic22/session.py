@@ -323,7 +323,6 @@ class Critic22Plugin:
         self.coverage_status = ""
         if with_coverage:
             option = self.config.getoption
-            pythonpath = option("critic22_pythonpath")
             _covered, uncovered, status = changed_line_coverage(
                 self.review.patch,
                 patched_tree,
@@ -331,9 +330,7 @@ class Critic22Plugin:
                 sandbox=self.sandbox,
                 scratch=self.trees.scratch,
                 timeout=option("critic22_timeout"),
-                pythonpath=detect_pythonpath(
-                    patched_tree, [p for p in (pythonpath or "").split(",") if p.strip()]
-                ),
+                pythonpath=detect_pythonpath(patched_tree, _pythonpath_dirs(self.config)),
             )
             evidence["uncovered_lines"] = uncovered
             self.uncovered, self.coverage_status = uncovered, status
@@ -619,7 +616,6 @@ class Critic22Plugin:
                 obligation_tests,
             )
 
-            pythonpath = self.config.getoption("critic22_pythonpath")
             self._context = ExecutionContext(
                 patch=self.review.patch,
                 trees=self.trees,
@@ -630,7 +626,7 @@ class Critic22Plugin:
                 sandbox=self.sandbox,
                 scratch=self.trees.scratch,
                 test_dir=self.test_dir(),
-                pythonpath=tuple(p for p in (pythonpath or "").split(",") if p.strip()),
+                pythonpath=_pythonpath_dirs(self.config),
                 acceptance=self.config.getoption("critic22_acceptance")
                 or acceptance_test_of(self.review.packet.diagnosed_root_cause),
                 obligation_tests=obligation_tests(self.review.packet.preservation_obligations),
@@ -857,6 +853,12 @@ def _is_nodeid(text: str) -> bool:
     return is_nodeid(text)
 
 
+def _pythonpath_dirs(config: pytest.Config) -> tuple[str, ...]:
+    """--critic22-pythonpath as folders relative to a tree (empty: detect src/ and root)."""
+    value = config.getoption("critic22_pythonpath") or ""
+    return tuple(p.strip() for p in value.split(",") if p.strip())
+
+
 def _tree_setup(config: pytest.Config, sandbox: Any) -> Any:
     """ini critic22_copy and critic22_tree_setup, checked before any tree is built."""
     import shlex
@@ -874,13 +876,12 @@ def _tree_setup(config: pytest.Config, sandbox: Any) -> Any:
         command = tuple(shlex.split(raw))
     except ValueError as exc:
         raise pytest.UsageError(f"ini critic22_tree_setup: {exc}: {raw!r}") from None
-    pythonpath = config.getoption("critic22_pythonpath")
     return TreeSetup(
         copy=copy,
         command=command,
         timeout=config.getoption("critic22_timeout"),
         sandbox=sandbox,
-        pythonpath=tuple(p for p in (pythonpath or "").split(",") if p.strip()),
+        pythonpath=_pythonpath_dirs(config),
     )
 
 
