@@ -14,6 +14,8 @@ from pytest_critic22.gitio import init_repo
 __all__ = ["SAMPLES_DIR", "case_dir", "case_options", "materialize", "sample_names"]
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_repos"
+#: Never copied: caches and the plugin's state (the tool caches ignore themselves in git anyway).
+_IGNORED = ("__pycache__", ".pytest_cache", "*.pyc", ".critic22", ".mypy_cache", ".ruff_cache")
 
 
 def sample_names() -> list[str]:
@@ -27,21 +29,23 @@ def case_dir(sample: str, case: str) -> Path:
     return path
 
 
-def materialize(sample: str, dest: Path) -> Path:
-    """Copy ``sample``'s repository to ``dest`` and commit it; return ``dest``."""
-    source = SAMPLES_DIR / sample / "repo"
-    if not source.is_dir():
-        raise FileNotFoundError(
-            f"sample repository {sample!r} not found under {SAMPLES_DIR} "
-            "(the samples ship with a source checkout: pip install -e .)"
-        )
-    shutil.copytree(
-        source,
-        dest,
-        dirs_exist_ok=True,
-        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.pyc", ".critic22"),
-    )
-    init_repo(dest, f"sample {sample}")
+def materialize(
+    sample: str, dest: Path, *, source: Path | None = None, message: str | None = None
+) -> Path:
+    """Copy ``sample``'s repository to ``dest`` and commit it; return ``dest``.
+
+    ``source`` copies another plain folder instead (``critic22 ab`` copies a case's
+    repository); ``message`` is the commit's message (default ``sample SAMPLE``).
+    """
+    if source is None:
+        source = SAMPLES_DIR / sample / "repo"
+        if not source.is_dir():
+            raise FileNotFoundError(
+                f"sample repository {sample!r} not found under {SAMPLES_DIR} "
+                "(the samples ship with a source checkout: pip install -e .)"
+            )
+    shutil.copytree(source, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*_IGNORED))
+    init_repo(dest, message if message is not None else f"sample {sample}")
     return dest
 
 
