@@ -430,3 +430,24 @@ def test_a_test_that_already_fails_on_base_is_reported_as_pre_existing(
     result.stdout.fnmatch_lines(
         ["*fail on the base too (pre-existing, not the patch's): *::test_add_strings*"]
     )
+
+
+def test_the_split_modules_names_stay_importable_from_impact_and_evidence() -> None:
+    """impact.py and evidence.py were split; what they exported is still theirs to import."""
+    from pytest_critic22 import (
+        bounding,
+        codefacts,
+        codescan,
+        coverage_evidence,
+        evidence,
+        impact,
+    )
+
+    assert impact.bound_evidence is bounding.bound_evidence
+    assert impact.scan_file is codescan.scan_file
+    for name in codefacts.__all__:
+        assert getattr(impact, name) is getattr(codefacts, name)
+        assert name in impact.__all__
+    assert evidence.changed_line_coverage is coverage_evidence.changed_line_coverage
+    for module in (impact, evidence):
+        assert all(hasattr(module, name) for name in module.__all__)
