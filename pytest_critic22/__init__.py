@@ -9,12 +9,25 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["ReviewRun", "__version__", "review"]
+__all__ = [
+    "FindingOutcome",
+    "PreservationOutcome",
+    "ReviewCounts",
+    "ReviewReport",
+    "ReviewRun",
+    "__version__",
+    "review",
+]
+
+#: The harness API, loaded on first use (``pytest_critic22.review``).
+_API = frozenset(
+    ("review", "ReviewReport", "ReviewRun", "FindingOutcome", "PreservationOutcome", "ReviewCounts")
+)
 
 
 def __getattr__(name: str) -> Any:
     # The harness API (``pytest_critic22.review``) without paying for it at plugin load.
-    if name in ("review", "ReviewRun"):
+    if name in _API:
         from pytest_critic22 import api
 
         return getattr(api, name)

@@ -1,11 +1,13 @@
-"""A small Python API over the plugin: review one patch, get the JSON report back.
+"""A small Python API over the plugin: review one patch, get a typed report back.
 
 :func:`review` runs exactly the pipeline a user gets from ``pytest --critic22=PATCH`` — as
 a ``python -m pytest --critic22-only --critic22-report=FILE ...`` subprocess in the
-repository — and returns the report the plugin wrote, with the exit status and the wall
-time. It re-implements nothing: the packet, the blinding, the critic, the routing, the
-trees and the gate are the plugin's. Harnesses (and ``critic22 ab``) call it so that
-every measurement is of the pipeline that runs in production.
+repository — and returns a :class:`ReviewReport`: the verdict, the findings and
+preservation groups with their outcomes, the counts, and the JSON report itself (``raw``),
+with the exit status and the wall time. It re-implements nothing: the packet, the
+blinding, the critic, the routing, the trees and the gate are the plugin's. Harnesses
+(and ``critic22 ab``) call it so that every measurement is of the pipeline that runs in
+production.
 
 This module imports no model client; a live critic is the plugin's business, inside the
 child process.
@@ -24,45 +26,192 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pytest_critic22.runner import drain, tail_text
 
-__all__ = ["ReviewRun", "review", "review_command"]
+__all__ = [
+    "FindingOutcome",
+    "PreservationOutcome",
+    "ReviewCounts",
+    "ReviewReport",
+    "ReviewRun",
+    "Verdict",
+    "review",
+    "review_command",
+]
 
 #: A review longer than this is stopped (its whole process group is killed).
 DEFAULT_TIMEOUT = 1800.0
 #: How long an interrupted review gets to remove its worktrees before it is killed.
 _GRACE = 10.0
 
+#: The gate's verdicts (the JSON report's ``disposition.verdict``).
+Verdict = Literal["reject", "incomplete", "proceed"]
+_VERDICTS: tuple[Verdict, ...] = ("reject", "incomplete", "proceed")
+
 
 @dataclass(frozen=True, slots=True)
-class ReviewRun:
-    """One run of the plugin on one patch."""
+class FindingOutcome:
+    """One finding of the report (``findings[*]``): what the critic claimed, what was done."""
 
-    report: dict[str, Any] | None  # the JSON the plugin wrote (--critic22-report); None: no report
-    exit_status: int | None  # pytest's exit status; None when the run timed out
-    seconds: float  # wall time of the whole run
-    command: tuple[str, ...]  # what ran (in ``cwd``)
-    cwd: str
+    id: str  # F1, F2, ... (the generated item is PATCH::F1[location])
+    location: str  # an edit id (e1, ...) or whole-patch
+    severity: str  # blocking | advisory
+    claim: str
+    procedure: str | None  # the falsification's kind (test, counterfactual, static, trace, ...)
+    # verified | refuted | inconclusive (blocking findings that ran) | advisory | not run
+    status: str
+    reason: str  # why that status
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> FindingOutcome:
+        finding = _mapping(record.get("finding"))
+        route = _mapping(record.get("route"))
+        outcome = _mapping(record.get("outcome"))
+        kind = route.get("kind")
+        return cls(
+            id=str(record.get("id", "")),
+            location=str(finding.get("location", "")),
+            severity=str(finding.get("severity", "")),
+            claim=str(finding.get("claim", "")),
+            procedure=None if kind is None else str(kind),
+            status=str(outcome.get("status", "")),
+            reason=str(outcome.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PreservationOutcome:
+    """One preservation group of the report (``preservation[*]``): a test file's tests run on
+    the patched tree with the base as counterfactual."""
+
+    group: str  # the test file, e.g. tests/test_stats.py
+    outcome: str  # verified (a regression) | refuted | inconclusive | not run
+    tests: tuple[str, ...] = ()
+    reason: str = ""
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> PreservationOutcome:
+        tests = record.get("tests")
+        return cls(
+            group=str(record.get("group", "")),
+            outcome=str(record.get("outcome", "")),
+            tests=tuple(str(t) for t in tests) if isinstance(tests, list) else (),
+            reason=str(record.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewCounts:
+    """The report's ``counts``: findings by severity and outcome, and the dropped records."""
+
+    findings: int = 0
+    blocking: int = 0
+    verified: int = 0
+    refuted: int = 0
+    inconclusive: int = 0
+    advisory: int = 0
+    not_run: int = 0  # the JSON's "not run"
+    rejected: int = 0  # records that broke the schema
+    downgraded: int = 0  # blocking findings without an executable falsification
+    dropped: int = 0  # duplicates, and records beyond --critic22-max-findings
+
+    @classmethod
+    def from_dict(cls, counts: Mapping[str, Any]) -> ReviewCounts:
+        def number(key: str) -> int:
+            value = counts.get(key, 0)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        return cls(
+            findings=number("findings"),
+            blocking=number("blocking"),
+            verified=number("verified"),
+            refuted=number("refuted"),
+            inconclusive=number("inconclusive"),
+            advisory=number("advisory"),
+            not_run=number("not run"),
+            rejected=number("rejected"),
+            downgraded=number("downgraded"),
+            dropped=number("dropped"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewReport:
+    """One run of the plugin on one patch: the JSON report it wrote, typed, and the run.
+
+    Build one from a recorded report with :meth:`from_json`. ``raw`` (also ``report``) is
+    the JSON document itself, or None when the run wrote none (then ``error`` says why).
+    """
+
+    verdict: Verdict | None  # the gate's; None when there is no report
+    findings: tuple[FindingOutcome, ...] = ()
+    preservation: tuple[PreservationOutcome, ...] = ()
+    counts: ReviewCounts = field(default_factory=ReviewCounts)
+    problems: tuple[str, ...] = ()  # why the review could not look (INCOMPLETE)
+    raw: dict[str, Any] | None = None  # the JSON the plugin wrote (--critic22-report)
+    exit_status: int | None = None  # pytest's exit status; None when the run timed out
+    seconds: float = 0.0  # wall time of the whole run
+    command: tuple[str, ...] = ()  # what ran (in ``cwd``)
+    cwd: str = ""
     output: str = ""  # the tail of the run's stdout and stderr
     error: str = ""  # why there is no report, when there is none
     inputs: Mapping[str, str] = field(default_factory=dict)  # files written for the run
 
-    @property
-    def ok(self) -> bool:
-        return self.report is not None
+    @classmethod
+    def from_json(
+        cls,
+        raw: Mapping[str, Any] | None,
+        *,
+        exit_status: int | None = None,
+        seconds: float = 0.0,
+        command: Sequence[str] = (),
+        cwd: str = "",
+        output: str = "",
+        error: str = "",
+        inputs: Mapping[str, str] | None = None,
+    ) -> ReviewReport:
+        """The typed report of a JSON report (as ``report.json_report`` writes it), or of
+        no report (``raw=None``)."""
+        document = dict(raw) if raw is not None else None
+        disposition = _mapping((document or {}).get("disposition"))
+        verdict = disposition.get("verdict")
+        problems = disposition.get("problems")
+        return cls(
+            verdict=next((v for v in _VERDICTS if v == verdict), None),
+            findings=tuple(
+                FindingOutcome.from_dict(r) for r in _records((document or {}).get("findings"))
+            ),
+            preservation=tuple(
+                PreservationOutcome.from_dict(r)
+                for r in _records((document or {}).get("preservation"))
+            ),
+            counts=ReviewCounts.from_dict(_mapping((document or {}).get("counts"))),
+            problems=tuple(str(p) for p in problems) if isinstance(problems, list) else (),
+            raw=document,
+            exit_status=exit_status,
+            seconds=seconds,
+            command=tuple(command),
+            cwd=cwd,
+            output=output,
+            error=error,
+            inputs=dict(inputs or {}),
+        )
 
     @property
-    def verdict(self) -> str | None:
-        """``reject`` or ``proceed`` (the gate's), or None when the review did not finish."""
-        if self.report is None:
-            return None
-        return str(self.report.get("disposition", {}).get("verdict") or "") or None
+    def report(self) -> dict[str, Any] | None:
+        """The JSON report (``raw``): kept for the callers of ``ReviewRun``."""
+        return self.raw
+
+    @property
+    def ok(self) -> bool:
+        """The run wrote a report (whatever its verdict)."""
+        return self.raw is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "report": self.report,
+            "report": self.raw,
             "exit_status": self.exit_status,
             "seconds": round(self.seconds, 3),
             "command": list(self.command),
@@ -72,6 +221,18 @@ class ReviewRun:
         }
 
 
+#: The former name of :class:`ReviewReport` (it returned the raw report only).
+ReviewRun = ReviewReport
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _records(value: object) -> list[Mapping[str, Any]]:
+    return [r for r in value if isinstance(r, Mapping)] if isinstance(value, list) else []
+
+
 def review_command(
     patch: Path,
     report_path: Path,
@@ -79,28 +240,38 @@ def review_command(
     spec: Path | None = None,
     root_cause: Path | None = None,
     obligations: Path | None = None,
+    request: Path | None = None,
     findings: Path | None = None,
     model: str | None = None,
     api_base: str | None = None,
     base: str | None = None,
     engage: str | None = None,
+    reruns: int | None = None,
+    procedure_timeout: float | None = None,
     extra_args: Sequence[str] = (),
     python: str = sys.executable,
 ) -> list[str]:
     """The command line :func:`review` runs (every input as a file, every path absolute)."""
     if findings is not None and model is not None:
         raise ValueError("give recorded findings or a model, not both")
+    if reruns is not None and (isinstance(reruns, bool) or reruns < 1):
+        raise ValueError(f"reruns must be a whole number of at least 1, not {reruns!r}")
+    if procedure_timeout is not None and not procedure_timeout > 0:
+        raise ValueError(
+            f"procedure_timeout must be seconds greater than 0, not {procedure_timeout!r}"
+        )
     command = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     command += [f"--critic22={patch.resolve()}", "--critic22-only"]
     command.append(f"--critic22-report={report_path.resolve()}")
     for option, value in (
         ("--critic22-spec", spec),
         ("--critic22-root-cause", root_cause),
+        ("--critic22-obligations", obligations),
     ):
         if value is not None:
             command.append(f"{option}=@{value.resolve()}")
-    if obligations is not None:
-        command.append(f"--critic22-obligations={obligations.resolve()}")
+    if request is not None:
+        command.append(f"--critic22-request={request.resolve()}")
     if findings is not None:
         command.append(f"--critic22-findings={findings.resolve()}")
     if model is not None:
@@ -111,6 +282,10 @@ def review_command(
         command.append(f"--critic22-base={base}")
     if engage is not None:
         command.append(f"--critic22-engage={engage}")
+    if reruns is not None:
+        command.append(f"--critic22-reruns={reruns}")
+    if procedure_timeout is not None:
+        command.append(f"--critic22-procedure-timeout={procedure_timeout:g}")
     command += list(extra_args)
     return command
 
@@ -122,27 +297,44 @@ def review(
     spec: str | Path | None = None,
     root_cause: str | Path | None = None,
     obligations: Sequence[str] | Path = (),
+    request: Path | Mapping[str, Any] | None = None,
     findings: Path | None = None,
     model: str | None = None,
     api_base: str | None = None,
     base: str | None = None,
     engage: str | None = None,
+    reruns: int | None = None,
+    procedure_timeout: float | None = None,
     extra_args: Sequence[str] = (),
     report_path: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
     python: str = sys.executable,
-) -> ReviewRun:
+) -> ReviewReport:
     """Review ``patch`` against the git repository ``repo`` with the plugin; return its report.
 
-    ``spec`` and ``root_cause`` are text (a ``str``) or a file (a ``Path``); ``obligations``
-    is a list of obligations or a file of them. The critic is ``findings`` (a recorded critic
-    output to replay) or ``model`` (a litellm model string), or neither (no critic: the
-    deterministic gates alone, unless the environment or ini configures a model).
-    ``engage`` is ``--critic22-engage`` (``never`` = the validator alone). Anything else goes
-    in ``extra_args`` (``--critic22-reruns=1``, ``--critic22-timeout=60``, ...). The report
-    is written to ``report_path`` (default: a temporary file, removed afterwards; the parsed
-    report is returned either way). Nothing is written into ``repo`` but the plugin's own
+    Inputs: ``spec`` and ``root_cause`` are text (a ``str``) or a file (a ``Path``);
+    ``obligations`` is a list of obligations or a file of them (a JSON list, or one per
+    line); ``request`` is a harness's request JSON (``--critic22-request``): a file, or a
+    mapping written to one.
+
+    The critic is ``findings`` (a recorded critic output to replay) or ``model`` (a litellm
+    model string), or neither (no critic: the deterministic gates alone, unless the
+    environment or ini configures a model). ``engage`` is ``--critic22-engage`` (``never`` =
+    the validator alone).
+
+    Two different time limits:
+
+    - ``procedure_timeout`` (``--critic22-procedure-timeout``; None: the plugin's 120 s)
+      limits each test command the plugin runs in a tree;
+    - ``timeout`` (default 1800 s) is the deadline of the whole review: past it the pytest
+      child's process group is killed, and the result has ``exit_status`` None, no report,
+      and an ``error`` that says so.
+
+    ``reruns`` is ``--critic22-reruns``. Anything else goes in ``extra_args``
+    (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). The report is written
+    to ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
+    returned either way). Nothing is written into ``repo`` but the plugin's own
     ``.critic22/`` state folder.
     """
     repo = Path(repo).resolve()
@@ -159,6 +351,12 @@ def review(
             inputs["obligations"] = str(obligations_file)
         else:
             obligations_file = None
+        if request is None or isinstance(request, Path):
+            request_file = request
+        else:
+            request_file = folder / "request.json"
+            request_file.write_text(json.dumps(dict(request)), encoding="utf-8")
+            inputs["request"] = str(request_file)
         target = report_path if report_path is not None else folder / "report.json"
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
@@ -168,11 +366,14 @@ def review(
             spec=spec_file,
             root_cause=cause_file,
             obligations=obligations_file,
+            request=request_file,
             findings=findings,
             model=model,
             api_base=api_base,
             base=base,
             engage=engage,
+            reruns=reruns,
+            procedure_timeout=procedure_timeout,
             extra_args=extra_args,
             python=python,
         )
@@ -182,11 +383,11 @@ def review(
             error = f"the review timed out after {timeout:g}s"
         elif report is None and not error:
             error = f"pytest exited with {code} and wrote no report"
-        return ReviewRun(
-            report=report,
+        return ReviewReport.from_json(
+            report,
             exit_status=code,
             seconds=seconds,
-            command=tuple(command),
+            command=command,
             cwd=str(repo),
             output=output,
             error="" if report is not None and code is not None else error,

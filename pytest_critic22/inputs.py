@@ -1,4 +1,4 @@
-"""Reading the review's inputs from disk: the patch, text-or-file options, the request JSON;
+"""Reading the review's inputs from disk: the patch, ``TEXT|@FILE`` options, the request JSON;
 and checking, before anything is built, that the run's outputs can be written.
 
 Every problem is an :class:`InputError` whose message is one line that says what to do;
@@ -22,8 +22,6 @@ __all__ = [
     "read_text_or_file",
 ]
 
-_TEXT_SUFFIXES = (".md", ".txt", ".rst", ".json", ".diff", ".patch")
-
 
 class InputError(ValueError):
     pass
@@ -37,7 +35,7 @@ def read_patch(value: str, base: Path) -> tuple[Path, str]:
 
 
 def read_text_or_file(value: str | None, option: str, base: Path) -> str | None:
-    """``@path`` or an existing file is read; anything else is the text itself."""
+    """``@FILE`` is the file's text; any other value is the text itself, always."""
     if value is None:
         return None
     path = _file_for(value, option, base)
@@ -45,7 +43,8 @@ def read_text_or_file(value: str | None, option: str, base: Path) -> str | None:
 
 
 def read_obligations(values: Sequence[str] | None, base: Path) -> list[str] | None:
-    """Each value is an obligation, or a file: a JSON list, or one obligation per line."""
+    """Each value is one obligation (the text itself), or ``@FILE``: a file of them, a JSON
+    list of strings or one per line (blank lines and ``#`` comments skipped)."""
     if not values:
         return None
     option = "--critic22-obligations"
@@ -74,26 +73,17 @@ def read_obligations(values: Sequence[str] | None, base: Path) -> list[str] | No
 
 
 def _file_for(value: str, option: str, base: Path) -> Path | None:
-    """The file a value names, or None when the value is the text itself.
-
-    A value that looks like a file name but names no file is an error rather than a
-    silently accepted one-word specification.
-    """
-    if value.startswith("@"):
-        path = _resolve(value[1:], base)
-        if not path.is_file():
-            raise InputError(f"{option}: file not found: {value[1:]}")
-        return path
-    if "\n" in value or len(value) > 1024:
+    """The file ``@FILE`` names, or None: a value without the ``@`` is the text itself,
+    even when it happens to name a file."""
+    if not value.startswith("@"):
         return None
-    path = _resolve(value, base)
-    if path.is_file():
-        return path
-    if " " not in value.strip() and value.strip().lower().endswith(_TEXT_SUFFIXES):
-        raise InputError(
-            f"{option}: file not found: {value} (pass the text itself, or @FILE for a file)"
-        )
-    return None
+    name = value[1:]
+    if not name.strip():
+        raise InputError(f"{option}: '@' must be followed by a file name")
+    path = _resolve(name, base)
+    if not path.is_file():
+        raise InputError(f"{option}: file not found: {name}")
+    return path
 
 
 def read_request(value: str | None, base: Path) -> dict[str, Any] | None:

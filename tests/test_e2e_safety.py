@@ -192,7 +192,7 @@ def test_a_hung_critic_test_is_inconclusive_at_the_timeout(pytester: pytest.Pyte
         f"--critic22={DROPS / 'patch.diff'}",
         f"--critic22-findings={findings}",
         "--critic22-only",
-        "--critic22-timeout=3",
+        "--critic22-procedure-timeout=3",
         "--critic22-preservation=off",
         "-rs",
     )

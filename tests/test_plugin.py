@@ -88,7 +88,7 @@ def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -
             "--critic22: bin.diff: binary patches cannot be reviewed*(img.png)",
         ),
         (
-            ["--critic22=p.diff", "--critic22-spec=spec.md"],
+            ["--critic22=p.diff", "--critic22-spec=@spec.md"],
             "--critic22-spec: file not found: spec.md*",
         ),
         (

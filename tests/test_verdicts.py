@@ -200,7 +200,8 @@ def test_a_required_critic_that_cannot_be_reached_is_incomplete(
         "--critic22-engage=always",
         "--critic22-model=openai/critic",
         "--critic22-api-base=http://127.0.0.1:9/v1",
-        "--critic22-retries=0",
+        "-o",
+        "critic22_retries=0",
         "--critic22-critic-timeout=30",
     )
     assert result.ret == 1
