@@ -38,7 +38,7 @@ __all__ = [
     "review",
 ]
 
-PROMPT_VERSION = "critic-v2"
+PROMPT_VERSION = "critic-v3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +116,23 @@ class CriticRun:
         }
 
 
-def system_prompt() -> str:
-    return (resources.files("pytest_critic22") / "prompts" / f"{PROMPT_VERSION}.txt").read_text(
+def system_prompt(grammar: str | None = None) -> str:
+    """The prompt, its grammar section generated from the run's procedure kinds and checks
+    (``grammar``; default: the built-in kinds and checks)."""
+    if grammar is None:
+        from pytest_critic22.checks import REGISTRY
+        from pytest_critic22.kinds import builtin_kinds
+
+        grammar = builtin_kinds().grammar(REGISTRY)
+    template = (resources.files("pytest_critic22") / "prompts" / f"{PROMPT_VERSION}.txt").read_text(
         encoding="utf-8"
     )
+    return template.replace("{grammar}", grammar.rstrip("\n") + "\n")
 
 
-def build_messages(packet: ReviewPacket, problems: Sequence[str] = ()) -> list[dict[str, str]]:
+def build_messages(
+    packet: ReviewPacket, problems: Sequence[str] = (), *, system: str | None = None
+) -> list[dict[str, str]]:
     """A fresh context: the system prompt and the blinded packet, nothing else.
 
     A re-ask adds only the parser's complaints, never the critic's earlier findings, so
@@ -139,7 +149,8 @@ def build_messages(packet: ReviewPacket, problems: Sequence[str] = ()) -> list[d
             "\n\nA previous answer to this packet broke the output schema; avoid these "
             "problems:\n" + "\n".join(f"- {p}" for p in problems)
         )
-    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}]
+    prompt = system if system is not None else system_prompt()
+    return [{"role": "system", "content": prompt}, {"role": "user", "content": user}]
 
 
 def review(
@@ -151,14 +162,27 @@ def review(
     max_findings: int | None = None,
     trace_dir: Path | None = None,
     cache_dir: Path | None = None,
+    system: str | None = None,
+    parse: Callable[[str], ParseResult] | None = None,
 ) -> CriticRun:
-    """Ask the critic once (plus at most ``settings.retries`` schema re-asks)."""
-    key = cache_key(packet, settings)
+    """Ask the critic once (plus at most ``settings.retries`` schema re-asks).
+
+    ``system`` is the prompt (default: :func:`system_prompt` of the built-in kinds);
+    ``parse`` turns one raw answer into findings — the run's own parser (its router and
+    validator), so each answer is parsed exactly once and ``CriticRun.parsed`` is final.
+    """
+    if system is None:
+        system = system_prompt()
+    if parse is None:
+
+        def parse(raw: str) -> ParseResult:
+            return parse_findings(raw, edit_ids, max_findings=max_findings)
+
+    key = cache_key(packet, settings, system)
     if cache_dir is not None and not settings.fresh:
         cached = _read_cache(cache_dir, key)
         if cached is not None:
-            parsed = parse_findings(cached, edit_ids, max_findings=max_findings)
-            return CriticRun(cached, parsed, cached=True)
+            return CriticRun(cached, parse(cached), cached=True)
 
     deadline = time.monotonic() + settings.timeout
     attempts: list[Attempt] = []
@@ -170,7 +194,7 @@ def review(
             if not attempts:
                 return CriticRun(None, None, (), f"timeout: no time left of {settings.timeout:g}s")
             break
-        messages = build_messages(packet, problems)
+        messages = build_messages(packet, problems, system=system)
         _trace(trace_dir, f"request-{number}.json", _request_record(messages, settings))
         start = time.monotonic()
         try:
@@ -181,7 +205,7 @@ def review(
             attempts.append(Attempt(number, "", (), cause, time.monotonic() - start))
             break
         _trace(trace_dir, f"response-{number}.txt", raw)
-        parsed = parse_findings(raw, edit_ids, max_findings=max_findings)
+        parsed = parse(raw)
         problems = parsed.problems
         attempts.append(Attempt(number, raw, problems, "", time.monotonic() - start, usage))
         if best is None or len(problems) < best[0]:
@@ -203,13 +227,16 @@ def review(
     return CriticRun(raw, parsed, tuple(attempts))
 
 
-def cache_key(packet: ReviewPacket, settings: CriticSettings) -> str:
+def cache_key(packet: ReviewPacket, settings: CriticSettings, system: str | None = None) -> str:
+    """The answer cache's key: a registered kind or check changes the prompt, so the key."""
+    prompt = system if system is not None else system_prompt()
     material = json.dumps(
         {
             "packet": packet.digest,
             "model": settings.model,
             "api_base": settings.api_base,
             "prompt": PROMPT_VERSION,
+            "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
         },

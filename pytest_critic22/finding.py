@@ -11,10 +11,12 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_critic22.diffparse import WHOLE_PATCH
-from pytest_critic22.falsify import Procedure, route
+
+if TYPE_CHECKING:
+    from pytest_critic22.kinds.base import Procedure, Route
 
 __all__ = [
     "FIELDS",
@@ -83,6 +85,8 @@ class ParseResult:
     dropped: tuple[Dropped, ...] = ()
     error: str = ""  # the output as a whole was unusable (not JSON, wrong shape)
     max_findings: int | None = None  # the cap the findings were parsed under
+    # Each accepted finding's route, in order (advisory ones' too: the report shows them).
+    routes: tuple[Route, ...] = ()
 
     @property
     def blocking(self) -> tuple[ReviewFinding, ...]:
@@ -94,6 +98,16 @@ class ParseResult:
         out = [self.error] if self.error else []
         out += [f"record {r.index}: {r.reason}" for r in self.rejected]
         return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the ledger and the report record of the parse (never the findings' text)."""
+        return {
+            "accepted": len(self.findings),
+            "error": self.error,
+            "rejected": [{"index": r.index, "reason": r.reason} for r in self.rejected],
+            "downgraded": [{"index": d.index, "reason": d.reason} for d in self.downgraded],
+            "dropped": [{"index": d.index, "reason": d.reason} for d in self.dropped],
+        }
 
     def dropped_summary(self) -> tuple[str, ...]:
         """The dropped records in at most one line per reason, however many there are.
@@ -170,7 +184,8 @@ def _loads_lenient(text: str) -> Any:
     return _NOTHING
 
 
-Validator = Callable[[ReviewFinding, Procedure], "str | None"]
+Validator = Callable[["ReviewFinding", "Procedure"], "str | None"]
+Router = Callable[[str], "Route"]
 
 
 def parse_findings(
@@ -179,6 +194,7 @@ def parse_findings(
     *,
     max_findings: int | None = None,
     validate: Validator | None = None,
+    route: Router | None = None,
 ) -> ParseResult:
     """Deterministic schema enforcement over raw critic output.
 
@@ -187,7 +203,9 @@ def parse_findings(
     records, error = extract_records(raw)
     if records is None:
         return ParseResult(findings=(), error=error)
-    return parse_records(records, locations, max_findings=max_findings, validate=validate)
+    return parse_records(
+        records, locations, max_findings=max_findings, validate=validate, route=route
+    )
 
 
 def parse_records(
@@ -196,14 +214,22 @@ def parse_records(
     *,
     max_findings: int | None = None,
     validate: Validator | None = None,
+    route: Router | None = None,
 ) -> ParseResult:
-    """``validate`` says why an executable procedure cannot run on this patch (a static
+    """``route`` is the run's router (default: the built-in kinds'); each accepted finding's
+    route is kept in ``ParseResult.routes``, so nothing downstream routes it again.
+    ``validate`` says why an executable procedure cannot run on this patch (a static
     check's arguments naming nothing in it); such a blocking finding is downgraded."""
     allowed = set(locations) | {WHOLE_PATCH}
     accepted: list[ReviewFinding] = []
     rejected: list[Rejected] = []
     downgraded: list[Downgraded] = []
     dropped: list[Dropped] = []
+    routes: list[Route] = []
+    if route is None:
+        from pytest_critic22.falsify import route as builtin_route
+
+        route = builtin_route
     seen: set[tuple[str, str, str]] = set()
     for index, record in enumerate(records, 1):
         finding, reason = _validate(record, allowed)
@@ -218,8 +244,8 @@ def parse_records(
         if max_findings is not None and len(accepted) >= max_findings:
             dropped.append(Dropped(index, finding, _cap_reason(max_findings)))
             continue
+        found = route(finding.falsification)
         if finding.severity == "blocking":
-            found = route(finding.falsification)
             reason = found.reason
             if found.procedure is not None and validate is not None:
                 reason = validate(finding, found.procedure) or ""
@@ -227,12 +253,14 @@ def parse_records(
                 finding = replace(finding, severity="advisory")
                 downgraded.append(Downgraded(index, finding, reason))
         accepted.append(finding)
+        routes.append(found)
     return ParseResult(
         tuple(accepted),
         tuple(rejected),
         tuple(downgraded),
         tuple(dropped),
         max_findings=max_findings,
+        routes=tuple(routes),
     )
 
 

@@ -1,41 +1,39 @@
-"""Generated pytest items: one per blocking finding, under a node for the patch.
+"""Generated pytest items: one per blocking finding and per preservation group, under a node
+for the patch.
 
 verified -> FAILED, refuted -> PASSED, inconclusive -> SKIPPED with the reason. The
 item's failure shows the claim, its evidence, the procedure and what decided it, never
-a traceback of the plugin.
+a traceback of the plugin. Items know the review (data) and an :class:`Executor` (one
+method per item kind); they never reach into the plugin object.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from pytest_critic22.diffparse import WHOLE_PATCH
-from pytest_critic22.falsify import Procedure
-from pytest_critic22.finding import ReviewFinding
+from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
     from pytest_critic22.procedures import FindingResult
-    from pytest_critic22.session import Critic22Plugin
+    from pytest_critic22.review import Review, RoutedFinding
 
-__all__ = ["PROPERTY", "PatchFile", "ReviewItem", "WrappedFinding"]
+__all__ = ["PROPERTY", "Executor", "PatchFile", "PreservationItem", "ReviewItem"]
 
 PROPERTY = "critic22"  # the user_properties key that carries a result to the controller
 
 
-@dataclass(frozen=True, slots=True)
-class WrappedFinding:
-    """A finding and what the plugin did with it: the finding itself stays six fields."""
+class Executor(Protocol):
+    """What runs an item's procedure (in this process: the controller or an xdist worker)."""
 
-    finding_id: str
-    finding: ReviewFinding
-    procedure: Procedure | None
-    route_reason: str = ""
+    def execute(self, routed: RoutedFinding) -> FindingResult: ...
+
+    def execute_preservation(self, group: str, tests: tuple[str, ...]) -> FindingResult: ...
 
 
 class VerifiedDefect(Exception):
@@ -47,37 +45,40 @@ class VerifiedDefect(Exception):
 class PatchFile(pytest.File):
     """The patch as a collector, made explicitly: it may lie outside the collected paths."""
 
-    def __init__(self, *, review: Critic22Plugin, **kwargs: Any) -> None:
+    def __init__(self, *, review: Review, executor: Executor, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.review = review
+        self.executor = executor
 
     def collect(self) -> Iterable[pytest.Item]:
         for group, tests in self.review.preservation.items():
-            name = f"preserve[{group}]"
+            name = preservation_id(group)
             yield PreservationItem.from_parent(
                 self, name=name, nodeid=f"{self.nodeid}::{name}", group=group, tests=tuple(tests)
             )
-        for wrapped in self.review.blocking_findings():
-            name = f"{wrapped.finding_id}[{wrapped.finding.location}]"
+        for routed in self.review.blocking():
             # An explicit node id: parsed the way pytest's cache parses it, so --lf
             # matches "F1[e2]" as name "F1" with parameter "e2".
             yield ReviewItem.from_parent(
-                self, name=name, nodeid=f"{self.nodeid}::{name}", wrapped=wrapped
+                self,
+                name=routed.item_name,
+                nodeid=f"{self.nodeid}::{routed.item_name}",
+                routed=routed,
             )
 
 
 class _GeneratedItem(pytest.Item):
-    """What every generated item shares: its session, and how an outcome becomes a report."""
+    """What every generated item shares: its patch node, and how an outcome becomes a report."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker("critic22")
 
     @property
-    def review(self) -> Critic22Plugin:
+    def patch_node(self) -> PatchFile:
         parent = self.parent
         assert isinstance(parent, PatchFile)
-        return parent.review
+        return parent
 
     def execute(self) -> FindingResult:
         raise NotImplementedError
@@ -88,7 +89,7 @@ class _GeneratedItem(pytest.Item):
     def runtest(self) -> None:
         result = self.execute()
         # Carried to the controller (also from an xdist worker) through the test report.
-        self.user_properties.append((PROPERTY, json.dumps(self.review.result_record(result))))
+        self.user_properties.append((PROPERTY, json.dumps(result.to_record())))
         if result.outcome.kind == "verified":
             raise VerifiedDefect(result)
         if result.outcome.kind == "inconclusive":
@@ -104,26 +105,27 @@ class _GeneratedItem(pytest.Item):
 
 
 class ReviewItem(_GeneratedItem):
-    def __init__(self, *, wrapped: WrappedFinding, **kwargs: Any) -> None:
+    def __init__(self, *, routed: RoutedFinding, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.wrapped = wrapped
-        self.user_properties.append(("critic22_finding", wrapped.finding_id))
+        self.routed = routed
+        self.user_properties.append(("critic22_finding", routed.finding_id))
 
     def execute(self) -> FindingResult:
-        result: FindingResult = self.review.execute(self.wrapped)
-        return result
+        return self.patch_node.executor.execute(self.routed)
 
     def explain(self, result: FindingResult) -> str:
-        return self.review.explain(self.wrapped, result)
+        from pytest_critic22.report import explain_failure
+
+        return explain_failure(self.routed, result)
 
     def reportinfo(self) -> tuple[Path | str, int, str]:
-        finding = self.wrapped.finding
-        label = f"critic22 {self.wrapped.finding_id} [{finding.location}]"
+        finding = self.routed.finding
+        label = f"critic22 {self.routed.finding_id} [{finding.location}]"
         if finding.location == WHOLE_PATCH:
             return self.path, 0, label
-        edit = self.review.review.patch.edit(finding.location)
+        edit = self.patch_node.review.patch.edit(finding.location)
         line = (edit.added_lines or (edit.new_start,))[0]
-        return self.review.rootpath / edit.path, max(0, line - 1), label
+        return self.config.rootpath / edit.path, max(0, line - 1), label
 
 
 class PreservationItem(_GeneratedItem):
@@ -136,15 +138,12 @@ class PreservationItem(_GeneratedItem):
         self.tests = tests
 
     def execute(self) -> FindingResult:
-        result: FindingResult = self.review.execute_preservation(
-            f"preserve[{self.group}]", self.tests
-        )
-        return result
+        return self.patch_node.executor.execute_preservation(self.group, self.tests)
 
     def explain(self, result: FindingResult) -> str:
         from pytest_critic22.report import explain_preservation
 
-        return explain_preservation(self.group, self.review.result_record(result))
+        return explain_preservation(self.group, result)
 
     def reportinfo(self) -> tuple[Path | str, int, str]:
-        return self.review.rootpath / self.group, 0, f"critic22 preservation {self.group}"
+        return self.config.rootpath / self.group, 0, f"critic22 preservation {self.group}"

@@ -25,6 +25,7 @@ __all__ = [
     "check_nodeid",
     "find_nodeids",
     "is_nodeid",
+    "looks_like_nodeid",
     "split_nodeids",
 ]
 
@@ -102,6 +103,14 @@ def check_nodeid(nodeid: str) -> str | None:
     if "::" in nodeid and not nodeid.split("::", 1)[1]:
         return f"not a test node id: {nodeid!r}"
     return None
+
+
+def looks_like_nodeid(text: str) -> bool:
+    """Written as a test rather than prose (one token naming a ``.py`` file): what the user
+    meant as a node id, which must then pass :func:`check_nodeid` or be refused."""
+    stripped = text.strip()
+    head = stripped.split("::", 1)[0]
+    return ("::" in stripped or stripped.endswith(".py")) and " " not in head
 
 
 def is_nodeid(text: str) -> bool:

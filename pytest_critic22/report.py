@@ -7,11 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.finding import ParseResult
+from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
-    from pytest_critic22.items import WrappedFinding
-    from pytest_critic22.session import Review
+    from pytest_critic22.procedures import FindingResult
+    from pytest_critic22.review import Review, RoutedFinding
     from pytest_critic22.verify import Disposition
+
+Results = Mapping[str, "FindingResult"]
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -27,12 +30,11 @@ _CLAIM_WIDTH = 60
 
 def summary_lines(
     review: Review,
-    results: Mapping[str, Mapping[str, Any]],
+    results: Results,
     disposition: Disposition | None,
     *,
     ledger: str,
     notes: Sequence[str] = (),
-    preservation: Mapping[str, Sequence[str]] | None = None,
     preservation_mode: str = "auto",
 ) -> list[str]:
     patch, stripped = review.patch, review.stripped
@@ -64,7 +66,7 @@ def summary_lines(
     if preservation_mode == "off":
         lines.append("preservation: off (--critic22-preservation=off)")
     else:
-        lines.extend(_preservation_rows(preservation or {}, results))
+        lines.extend(_preservation_rows(review.preservation, results))
     lines.append(critic_line(review.critic))
     lines.extend(_finding_rows(review.wrapped, results))
     lines.extend(_record_rows(review.findings))
@@ -79,30 +81,28 @@ def summary_lines(
     return lines
 
 
-def _preservation_rows(
-    groups: Mapping[str, Sequence[str]], results: Mapping[str, Mapping[str, Any]]
-) -> list[str]:
+def _preservation_rows(groups: Mapping[str, Sequence[str]], results: Results) -> list[str]:
     if not groups:
         return ["preservation: no existing test reaches the touched symbols"]
     rows = [
         f"preservation: {sum(len(t) for t in groups.values())} test(s) in {len(groups)} group(s)"
     ]
     for group, tests in groups.items():
-        result = results.get(f"preserve[{group}]")
-        outcome = str(result["outcome"]) if result else "not run"
-        reason = f" — {result['reason']}" if result and result["outcome"] != "refuted" else ""
+        result = results.get(preservation_id(group))
+        outcome = result.outcome.kind if result else "not run"
+        reason = f" — {result.outcome.reason}" if result and outcome != "refuted" else ""
         rows.append(f"  {group} ({len(tests)}): {outcome}{reason}")
         if result:
-            rows.extend(f"      note: {note}" for note in run_notes(result.get("logs", {})))
+            rows.extend(f"      note: {note}" for note in run_notes(result.logs))
     return rows
 
 
-def explain_preservation(group: str, record: Mapping[str, Any]) -> str:
+def explain_preservation(group: str, result: FindingResult) -> str:
     """What a FAILED preservation item shows: which existing tests the patch breaks."""
-    logs = record.get("logs", {})
+    logs = result.logs
     lines = [
         f"critic22 preservation {group}: verified regression",
-        f"decided by: {record.get('reason', '')}",
+        f"decided by: {result.outcome.reason}",
     ]
     patched = logs.get("patched") or []
     if patched:
@@ -131,9 +131,7 @@ def critic_line(critic: Mapping[str, Any]) -> str:
     return f"critic: {critic.get('model', '')} ({detail}, prompt {critic.get('prompt_version')})"
 
 
-def _finding_rows(
-    wrapped: Sequence[WrappedFinding], results: Mapping[str, Mapping[str, Any]]
-) -> list[str]:
+def _finding_rows(wrapped: Sequence[RoutedFinding], results: Results) -> list[str]:
     if not wrapped:
         return ["findings: none"]
     rows = [f"findings: {len(wrapped)}"]
@@ -146,16 +144,16 @@ def _finding_rows(
         elif result is None:
             outcome = "not run"
         else:
-            outcome = str(result["outcome"])
+            outcome = result.outcome.kind
         claim = f.claim if len(f.claim) <= _CLAIM_WIDTH else f.claim[: _CLAIM_WIDTH - 1] + "…"
         rows.append(
             f"  {w.finding_id:<4}{f.location:<12}{f.severity:<9}{kind:<15}{outcome:<13}{claim}"
         )
         # Why it was not verified, where a newcomer looks: not only with -rs or in the JSON.
         if result is not None and outcome in ("inconclusive", "refuted"):
-            rows.append(f"      {outcome}: {result['reason']}")
+            rows.append(f"      {outcome}: {result.outcome.reason}")
         if result is not None:
-            rows.extend(f"      note: {note}" for note in run_notes(result.get("logs", {})))
+            rows.extend(f"      note: {note}" for note in run_notes(result.logs))
     return rows
 
 
@@ -183,26 +181,17 @@ def _record_rows(parsed: ParseResult) -> list[str]:
 
 
 def parse_result_dict(parsed: ParseResult) -> dict[str, Any]:
-    return {
-        "accepted": len(parsed.findings),
-        "error": parsed.error,
-        "rejected": [{"index": r.index, "reason": r.reason} for r in parsed.rejected],
-        "downgraded": [{"index": d.index, "reason": d.reason} for d in parsed.downgraded],
-        "dropped": [{"index": d.index, "reason": d.reason} for d in parsed.dropped],
-    }
+    return parsed.to_dict()
 
 
 def json_report(
     *,
     run_id: str,
     review: Review,
-    results: Mapping[str, Mapping[str, Any]],
+    results: Results,
     disposition: Disposition,
     ledger: str,
-    base: str,
     notes: Sequence[str] = (),
-    preservation: Mapping[str, Sequence[str]] | None = None,
-    engage: Mapping[str, Any] | None = None,
     sandbox: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The validator's document. Each finding stays six fields, wrapped with what we did."""
@@ -215,7 +204,7 @@ def json_report(
         elif result is None:
             outcome = {"status": "not run", "reason": "deselected or the session stopped early"}
         else:
-            outcome = {"status": result["outcome"], "reason": result["reason"]}
+            outcome = {"status": result.outcome.kind, "reason": result.outcome.reason}
         counts[outcome["status"]] += 1
         findings.append(
             {
@@ -227,8 +216,8 @@ def json_report(
                     "reason": w.route_reason,
                 },
                 "outcome": outcome,
-                "counterfactual": result.get("counterfactual") if result else None,
-                "logs": result.get("logs", {}) if result else {},
+                "counterfactual": result.counterfactual if result else None,
+                "logs": result.logs if result else {},
             }
         )
     parsed = parse_result_dict(review.findings)
@@ -236,7 +225,7 @@ def json_report(
         "schema": REPORT_SCHEMA,
         "run_id": run_id,
         "patch": str(review.patch_path),
-        "base": base,
+        "base": review.base_commit,
         "packet_digest": review.packet.digest,
         "stripped": review.stripped.to_dict(),
         "critic": dict(review.critic),
@@ -262,34 +251,39 @@ def json_report(
             "interrupted": disposition.interrupted,
         },
         "preservation": [
-            {
-                "group": group,
-                "tests": list(tests),
-                "outcome": (results.get(f"preserve[{group}]") or {}).get("outcome", "not run"),
-                "reason": (results.get(f"preserve[{group}]") or {}).get("reason", ""),
-                "logs": (results.get(f"preserve[{group}]") or {}).get("logs", {}),
-            }
-            for group, tests in (preservation or {}).items()
+            _preservation_entry(group, tests, results)
+            for group, tests in review.preservation.items()
         ],
         "impact_evidence": dict(review.packet.impact_evidence),
-        "engage": dict(engage or {}),
+        "engage": dict(review.engage),
         "sandbox": dict(sandbox or {}),
         "notes": list(notes),
         "ledger": ledger,
     }
 
 
-def explain_failure(wrapped: WrappedFinding, record: Mapping[str, Any]) -> str:
+def _preservation_entry(group: str, tests: Sequence[str], results: Results) -> dict[str, Any]:
+    result = results.get(preservation_id(group))
+    return {
+        "group": group,
+        "tests": list(tests),
+        "outcome": result.outcome.kind if result else "not run",
+        "reason": result.outcome.reason if result else "",
+        "logs": result.logs if result else {},
+    }
+
+
+def explain_failure(wrapped: RoutedFinding, result: FindingResult) -> str:
     """What a verified finding's FAILED item shows instead of a traceback."""
     f = wrapped.finding
-    logs = record.get("logs", {})
+    logs = result.logs
     lines = [
         f"critic22 {wrapped.finding_id} [{f.location}]: verified defect",
         f"claim:      {f.claim}",
         f"evidence:   {f.evidence}",
         f"procedure:  {logs.get('procedure', '?')} "
-        f"(counterfactual tree: {record.get('counterfactual', '?')})",
-        f"decided by: {record.get('reason', '')}",
+        f"(counterfactual tree: {result.counterfactual or '?'})",
+        f"decided by: {result.outcome.reason}",
     ]
     patched = logs.get("patched") or []
     if patched:
@@ -302,7 +296,7 @@ def explain_failure(wrapped: WrappedFinding, record: Mapping[str, Any]) -> str:
     if counter:
         lines += [
             "",
-            f"--- on the {record.get('counterfactual')} tree ---",
+            f"--- on the {result.counterfactual} tree ---",
             _short(counter.get("output", ""), 12),
         ]
     return "\n".join(lines)

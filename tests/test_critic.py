@@ -69,7 +69,7 @@ def test_exactly_one_request_per_run_and_its_findings_become_items(
         assert len(server.bodies) == 1
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["critic: openai/critic-test (1 call(s), 120 tokens, prompt critic-v2)"]
+        ["critic: openai/critic-test (1 call(s), 120 tokens, prompt critic-v3)"]
     )
     document = report_of(pytester)
     assert document["critic"]["calls"] == 1 and document["critic"]["source"] == "model"
@@ -210,7 +210,7 @@ def test_malformed_records_are_re_asked_within_the_bound_then_retired(
 ) -> None:
     bad = json.dumps([{**GOOD_RECORD, "severity": "critical", "claim": "FIRST-ANSWER-CLAIM"}])
     with fake_llm([("content", bad)]) as server:
-        run(pytester, server.url, "--critic22-retries=2")
+        run(pytester, server.url, "-o", "critic22_retries=2")
         requests = server.requests
     assert len(requests) == 3  # one call plus two re-asks, never more
     retry = requests[1]["messages"][-1]["content"]
@@ -257,7 +257,9 @@ def test_every_failure_is_an_empty_l_column_not_a_broken_run(
 ) -> None:
     with fake_llm([behaviour]) as server:
         start = time.monotonic()
-        result = run(pytester, server.url, "--critic22-critic-timeout=4", "--critic22-retries=0")
+        result = run(
+            pytester, server.url, "--critic22-critic-timeout=4", "-o", "critic22_retries=0"
+        )
         elapsed = time.monotonic() - start
     assert result.ret == pytest.ExitCode.OK  # no findings, review-only: proceed
     assert "Traceback" not in result.stdout.str() + result.stderr.str()

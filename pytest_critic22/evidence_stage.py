@@ -1,0 +1,162 @@
+"""The pipeline's evidence stage: impact evidence and preservation obligations into the
+packet, changed-line coverage, and the deterministic engage decision.
+
+Never fatal: a tree that cannot be built leaves the packet without impact evidence and
+says so in the notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_critic22.gitio import GitError
+from pytest_critic22.nodeids import is_nodeid
+from pytest_critic22.packet import ReviewPacket
+
+if TYPE_CHECKING:
+    from pytest_critic22.engage import EngageDecision
+    from pytest_critic22.ledger import Ledger
+    from pytest_critic22.review import Review, Services
+    from pytest_critic22.settings import ReviewOptions
+
+__all__ = ["Evidence", "decide_engage", "gather_evidence", "group_by_file", "test_dir_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    packet: ReviewPacket
+    preservation: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    test_dir: str = ""
+    uncovered: dict[str, list[int]] = field(default_factory=dict)
+    coverage_status: str = ""
+    radius: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def test_dir_for(
+    preservation: dict[str, tuple[str, ...]], testpaths: tuple[str, ...], repo: Path
+) -> str:
+    """Where the critic's tests go, relative to a tree: the folder of the tests that reach
+    the touched code, else the first ``testpaths`` entry, else ``tests/``, else the root."""
+    candidates = [str(Path(group).parent) for group in preservation]
+    candidates += list(testpaths)
+    candidates.append("tests")
+    for candidate in candidates:
+        path = Path(candidate)
+        if candidate in ("", ".") or path.is_absolute() or ".." in path.parts:
+            continue
+        if (repo / path).is_dir() and not (repo / path).is_symlink():
+            return path.as_posix()
+    return ""
+
+
+def gather_evidence(
+    opts: ReviewOptions, review: Review, svc: Services, *, with_coverage: bool
+) -> Evidence:
+    """Impact evidence and preservation obligations into the packet."""
+    from pytest_critic22.evidence import changed_line_coverage, fixture_evidence, gather_impact
+    from pytest_critic22.impact import bound_evidence
+    from pytest_critic22.packet import blind
+    from pytest_critic22.runner import detect_pythonpath
+    from pytest_critic22.trees import TreeError, Variant
+
+    packet = review.packet
+    explicit = list(packet.preservation_obligations)
+    try:
+        base_tree = svc.trees.get(Variant.base())
+        patched_tree = svc.trees.get(Variant.patched(review.patch))
+        state = svc.state_dir()
+        impact = gather_impact(review.patch, base_tree, patched_tree, state / "cache" / "graph")
+    except (TreeError, GitError, OSError) as exc:
+        svc.ledger.append("impact", {"error": str(exc)})
+        test_dir = test_dir_for({}, opts.testpaths, svc.repo)
+        return Evidence(packet, test_dir=test_dir, notes=(f"impact evidence unavailable: {exc}",))
+    mode = opts.preservation
+    auto = [t for t in impact.preservation_tests if t not in explicit] if mode == "auto" else []
+    tests = [o for o in explicit if is_nodeid(o)] + auto if mode != "off" else []
+    preservation = group_by_file(tests)
+    evidence = dict(impact.evidence)
+    # The fixtures shown are those of the folder the critic's test is written to.
+    test_dir = test_dir_for(preservation, opts.testpaths, svc.repo)
+    if evidence.get("fixtures", {}).get("directory") != (test_dir or "."):
+        evidence["fixtures"] = fixture_evidence(base_tree, test_dir, state / "cache" / "graph")
+    uncovered: dict[str, list[int]] = {}
+    coverage_status = ""
+    if with_coverage:
+        _covered, uncovered, coverage_status = changed_line_coverage(
+            review.patch,
+            patched_tree,
+            tests,
+            sandbox=svc.sandbox,
+            scratch=svc.trees.scratch,
+            timeout=opts.timeout,
+            pythonpath=detect_pythonpath(patched_tree, opts.pythonpath),
+        )
+        evidence["uncovered_lines"] = uncovered
+    without = len(replace(packet, impact_evidence={}).canonical_json())
+    evidence, cut = bound_evidence(evidence, max(0, opts.max_packet_chars - without))
+    packet, _ = blind(
+        replace(
+            packet,
+            impact_evidence=evidence,
+            preservation_obligations=tuple(explicit + auto),
+        )
+    )
+    svc.ledger.append(
+        "impact",
+        {
+            "blast_radius": impact.radius,
+            "symbols": {k: [s.name for s in v] for k, v in impact.symbols.items()},
+            "preservation_tests": tests,
+            "unparsed_files": list(impact.unparsed),
+            "files_scanned": impact.scanned,
+            "cache_hits": impact.cache_hits,
+            "truncated": cut,
+            "packet_digest": packet.digest,
+        },
+    )
+    notes = []
+    if impact.unparsed:
+        notes.append("files that do not parse: " + ", ".join(impact.unparsed))
+    if cut:
+        notes.append(f"impact evidence cut to fit the packet: {cut}")
+    return Evidence(
+        packet,
+        preservation,
+        test_dir,
+        dict(uncovered),
+        coverage_status,
+        dict(impact.radius),
+        tuple(notes),
+    )
+
+
+def decide_engage(opts: ReviewOptions, evidence: Evidence, ledger: Ledger) -> EngageDecision:
+    from pytest_critic22.engage import decide_engage as decide
+
+    decision = decide(
+        radius=evidence.radius,
+        uncovered=evidence.uncovered,
+        preservation_status=evidence.coverage_status or "not run",
+        thresholds=opts.engage_thresholds(),
+    )
+    record: dict[str, Any] = {
+        **decision.to_dict(),
+        "blast_radius": evidence.radius,
+        "uncovered_lines": evidence.uncovered,
+        "preservation": evidence.coverage_status,
+    }
+    ledger.append("engage", record)
+    return decision
+
+
+def group_by_file(tests: list[str]) -> dict[str, tuple[str, ...]]:
+    """One preservation group per test file, in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for test in tests:
+        group = groups.setdefault(test.split("::", 1)[0], [])
+        if test not in group:
+            group.append(test)
+    return {k: tuple(v) for k, v in groups.items()}

@@ -1,0 +1,121 @@
+"""What a procedure kind is: the typed contract every ``falsification`` kind implements.
+
+A kind owns one prefix of the falsification grammar (``test:``, ``static:``, ...): it parses
+the text after its prefix into a :class:`Procedure`, says whether that procedure can run on
+this patch, and executes it on the trees. The router, the dispatch of generated items and
+the grammar section of the critic's prompt are all derived from the registered kinds
+(:mod:`pytest_critic22.kinds`); a plugin adds a kind with the
+``pytest_critic22_register_procedures`` hook.
+
+This module holds data types only; it imports nothing that runs anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pytest_critic22.diffparse import ParsedPatch
+    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.procedures import ExecutionContext, FindingResult
+    from pytest_critic22.trees import TreeSet
+
+__all__ = ["NotExecutable", "Procedure", "ProcedureKind", "Route", "Scope"]
+
+
+@dataclass(frozen=True, slots=True)
+class Procedure:
+    """What to execute. Only the fields its kind uses are set."""
+
+    kind: str
+    source: str = ""  # test: the critic's pytest source; property: the ``given:`` strategies
+    repair: str = ""  # test: optional unified diff against the patched tree, as applied
+    repair_given: str = ""  # test: the repair as the critic wrote it, when recounted
+    nodeids: tuple[str, ...] = ()  # counterfactual/preservation: tests; trace: the one test
+    check: str = ""  # static: the check's name
+    args: tuple[str, ...] = ()  # static: the check's arguments; property: target, relation…
+    repeat: int = 0  # trace: how many replays per tree
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "repair": self.repair,
+            "repair_given": self.repair_given,
+            "nodeids": list(self.nodeids),
+            "check": self.check,
+            "args": list(self.args),
+            "repeat": self.repeat,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Procedure:
+        return cls(
+            kind=str(data["kind"]),
+            source=str(data.get("source", "")),
+            repair=str(data.get("repair", "")),
+            repair_given=str(data.get("repair_given", "")),
+            nodeids=tuple(str(n) for n in data.get("nodeids", ())),
+            check=str(data.get("check", "")),
+            args=tuple(str(a) for a in data.get("args", ())),
+            repeat=int(data.get("repeat", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NotExecutable:
+    reason: str
+    kind: str | None = None  # the kind the prefix named, when it named one
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A finding's route: one procedure, or why there is none."""
+
+    procedure: Procedure | None
+    reason: str = ""
+
+    @property
+    def executable(self) -> bool:
+        return self.procedure is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a kind may look at to decide whether a procedure can run on this patch."""
+
+    patch: ParsedPatch
+    trees: TreeSet
+    checks: Any = None  # the run's CheckRegistry (static: checks)
+
+
+@runtime_checkable
+class ProcedureKind(Protocol):
+    """One kind of falsification procedure.
+
+    ``name`` is its grammar prefix (lowercase letters, digits and ``-``). ``grammar`` is the
+    text the critic's prompt shows for it (indented like the built-ins'); an empty grammar
+    means the kind is not offered to the critic (``preservation``: the validator's own).
+    """
+
+    name: str
+    grammar: str
+
+    def parse(self, rest: str) -> Procedure | NotExecutable:
+        """The text after ``name:`` -> a procedure of this kind, or why it is not one."""
+        ...
+
+    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+        """Why this procedure cannot run on this patch (the finding is downgraded), or None."""
+        ...
+
+    def execute(
+        self,
+        finding_id: str,
+        finding: ReviewFinding | None,
+        procedure: Procedure,
+        ctx: ExecutionContext,
+    ) -> FindingResult:
+        """Run it on the trees; the outcome decides (never the critic's confidence)."""
+        ...

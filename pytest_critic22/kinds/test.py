@@ -1,0 +1,236 @@
+"""``test:`` — the critic's pytest source, run on the patched tree and on its counterfactual.
+
+    test:            Python source of pytest tests that PASS when the claim is wrong,
+                     optionally followed by a line "repair:" and a unified diff
+
+The counterfactual is the patched tree plus the critic's ``repair:`` when given, else the
+patch without the located edit (the base for ``whole-patch``). The decision itself is
+:func:`pytest_critic22.verify.decide`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.procedures import (
+    ExecutionContext,
+    FindingResult,
+    counterfactual_variant,
+    environment_problem,
+    prepare_args,
+    run_tests,
+)
+from pytest_critic22.trees import TreeError, Variant
+from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
+
+if TYPE_CHECKING:
+    from pytest_critic22.diffparse import ParsedPatch
+    from pytest_critic22.finding import ReviewFinding
+
+__all__ = ["KIND", "TestKind", "execute_on_trees"]
+
+_REPAIR = re.compile(r"^repair:\s*$", re.MULTILINE)
+
+GRAMMAR = """\
+  test:            followed by Python source of pytest test functions that PASS when your claim
+                   is wrong and FAIL when it is right. Import the code under test by its module
+                   path (see the impact evidence and the file paths in the patch).
+                   Example:
+                   test:
+                   from pkg.mod import parse
+                   def test_empty_input_still_raises():
+                       import pytest
+                       with pytest.raises(ValueError):
+                           parse("")
+
+  test: ... followed by a line "repair:" and a unified diff against the PATCHED tree: use this
+                   when the claim is that the patch does not (fully) do what the specification
+                   asks. Your test must fail on the patched tree and pass once your repair is
+                   applied, while the acceptance test and obligations still pass.
+"""
+
+
+class TestKind:
+    name = "test"
+    grammar = GRAMMAR
+    __test__ = False  # not a pytest test class, whatever its name
+
+    def parse(self, rest: str) -> Procedure | NotExecutable:
+        return _parse_test(rest)
+
+    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+        return None
+
+    def execute(
+        self,
+        finding_id: str,
+        finding: ReviewFinding | None,
+        procedure: Procedure,
+        ctx: ExecutionContext,
+    ) -> FindingResult:
+        assert finding is not None
+        return execute_on_trees(finding_id, finding, procedure, ctx)
+
+
+KIND = TestKind()
+
+
+def _parse_test(rest: str) -> Procedure | NotExecutable:
+    repair = ""
+    split = _REPAIR.search(rest)
+    if split is not None:
+        repair = rest[split.end() :].lstrip("\n")
+        rest = rest[: split.start()]
+    source = dedent_source(rest)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return NotExecutable(f"test: source does not parse: {exc.msg} (line {exc.lineno})", "test")
+    tests = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+    if not tests:
+        return NotExecutable("test: source defines no test function", "test")
+    given = ""
+    if split is not None:
+        from pytest_critic22.diffparse import DiffError, parse_patch, recount_hunks
+
+        # Models miscount hunk lengths; the counts are recomputed (the context is still
+        # checked exactly when the repair is applied), and the diff as given is kept. A last
+        # hunk that says too few lines parses as given (the rest is ignored), so the counts
+        # are compared, not only whether it parses.
+        recounted = recount_hunks(repair)
+        try:
+            fixed = _hunk_counts(parse_patch(recounted))
+        except DiffError as exc:
+            return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
+        try:
+            as_given: list[tuple[int, int]] | None = _hunk_counts(parse_patch(repair))
+        except DiffError:
+            as_given = None
+        if as_given != fixed:
+            given, repair = repair, recounted
+    return Procedure(kind="test", source=source, repair=repair, repair_given=given)
+
+
+def _hunk_counts(patch: ParsedPatch) -> list[tuple[int, int]]:
+    return [(e.old_count, e.new_count) for e in patch.edits]
+
+
+def dedent_source(source: str) -> str:
+    """The critic's source as a module: fences dropped, common indentation removed."""
+    import textwrap
+
+    lines = [ln for ln in source.lstrip(" \t").split("\n") if not ln.strip().startswith("```")]
+    return textwrap.dedent("\n".join(lines).strip("\n")) + "\n"
+
+
+def execute_on_trees(
+    finding_id: str, finding: ReviewFinding, procedure: Procedure, ctx: ExecutionContext
+) -> FindingResult:
+    """Run the procedure on ``patched`` and on its counterfactual; return the outcome."""
+    variant = counterfactual_variant(finding, procedure, ctx.patch)
+    logs: dict[str, Any] = {"procedure": procedure.kind, "counterfactual_tree": variant.name}
+    if procedure.repair_given:
+        logs["repair_given"] = procedure.repair_given
+        logs["repair_applied"] = procedure.repair
+    try:
+        patched = ctx.trees.get(Variant.patched(ctx.patch))
+    except TreeError as exc:
+        outcome = Outcome(
+            "inconclusive", f"the patched tree cannot be built: {exc}", environment=True
+        )
+        return FindingResult(finding_id, outcome, variant.name, logs)
+
+    try:
+        args = prepare_args(finding_id, procedure, patched, ctx.test_dir)
+    except TreeError as exc:
+        return FindingResult(
+            finding_id, Outcome("inconclusive", f"cannot write the test: {exc}"), variant.name, logs
+        )
+    patched_runs: list[RunResult] = []
+    for attempt in range(max(1, ctx.reruns)):
+        run = run_tests(ctx, patched, args)
+        patched_runs.append(run)
+        if run.status != "failed" or attempt + 1 >= ctx.reruns:
+            break
+    logs["patched"] = [r.to_dict() for r in patched_runs]
+    early = confirm_failure(patched_runs)
+    if early is not None:
+        blind = environment_problem(patched_runs[0], patched, patched_runs[0].status)
+        if blind:
+            early = Outcome("inconclusive", f"on the patched tree: {blind}", environment=True)
+        return FindingResult(finding_id, early, variant.name, logs)
+
+    try:
+        tree = ctx.trees.get(variant)
+    except TreeError as exc:
+        logs["counterfactual_error"] = str(exc)
+        outcome = decide(
+            patched_runs, None, counterfactual_name=variant.name, counterfactual_error=str(exc)
+        )
+        if not procedure.repair:  # a repair that does not apply is the critic's, not ours
+            outcome = replace(outcome, environment=True)
+        return FindingResult(finding_id, outcome, variant.name, logs)
+    try:
+        counter = run_tests(ctx, tree, prepare_args(finding_id, procedure, tree, ctx.test_dir))
+    except TreeError as exc:
+        outcome = Outcome("inconclusive", f"cannot write the test: {exc}")
+        return FindingResult(finding_id, outcome, variant.name, logs)
+    logs["counterfactual"] = counter.to_dict()
+    acceptance = None
+    if ctx.acceptance and counter.status == "passed":
+        acceptance = run_tests(ctx, tree, [ctx.acceptance])
+        logs["acceptance"] = acceptance.to_dict()
+    obligations = None
+    if procedure.repair and ctx.obligation_tests and counter.status == "passed":
+        obligations = run_tests(ctx, tree, list(ctx.obligation_tests))
+        logs["obligations"] = obligations.to_dict()
+        obligations = _blame_repair(ctx, obligations, patched, logs)
+    outcome = decide(
+        patched_runs,
+        counter,
+        counterfactual_name=variant.name,
+        acceptance=acceptance,
+        obligations=obligations,
+    )
+    blind = environment_problem(counter, tree, counter.status)
+    if outcome.kind == "inconclusive" and blind:
+        outcome = Outcome("inconclusive", f"on the {variant.name} tree: {blind}", environment=True)
+    return FindingResult(finding_id, outcome, variant.name, logs)
+
+
+def _blame_repair(
+    ctx: ExecutionContext, on_repair: RunResult, patched: Path, logs: dict[str, Any]
+) -> RunResult | None:
+    """The obligations' run on the repair tree, if the repair is to blame for a failure in
+    it; None when every obligation that fails there fails on the patched tree too
+    (pre-existing: a missing fixture, an uninstalled plugin), which is not the repair's."""
+    if on_repair.status == "passed":
+        return None
+    on_patched = run_tests(ctx, patched, list(ctx.obligation_tests))
+    logs["obligations_on_patched"] = on_patched.to_dict()
+    if on_repair.status == "error" and not on_repair.tests:
+        return None if on_patched.status == "error" else on_repair
+    bad = {"failed", "error"}
+    blamed = [
+        name
+        for name, status in on_repair.tests.items()
+        if status in bad
+        and (on_patched.tests or on_patched.status != "error")
+        and on_patched.tests.get(name) not in bad
+    ]
+    logs["obligations_pre_existing"] = [
+        name for name, status in on_repair.tests.items() if status in bad and name not in blamed
+    ]
+    if not blamed:
+        return None
+    logs["obligations_broken"] = blamed
+    return on_repair

@@ -1,0 +1,495 @@
+"""The review pipeline as plain functions, and the one frozen :class:`Review` it yields.
+
+inputs -> patch -> packet -> trees -> evidence -> engage -> critic -> parse once -> route
+once -> :class:`Review`. Nothing here is a pytest hook: the plugin
+(:mod:`pytest_critic22.session`) calls :func:`read_inputs` and :func:`build_review` and
+keeps the result. The I/O objects (trees, ledger, the model client) are passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_critic22.diffparse import DiffError, ParsedPatch, parse_patch
+from pytest_critic22.finding import ParseResult, ReviewFinding, parse_findings
+from pytest_critic22.gitio import git
+from pytest_critic22.inputs import (
+    InputError,
+    read_obligations,
+    read_patch,
+    read_request,
+    read_text_or_file,
+)
+from pytest_critic22.kinds.base import Procedure, Scope
+from pytest_critic22.ledger import Ledger
+from pytest_critic22.nodeids import check_nodeid, looks_like_nodeid
+from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
+from pytest_critic22.settings import ReviewOptions
+
+if TYPE_CHECKING:
+    from pytest_critic22.critic import Completion
+    from pytest_critic22.kinds import KindRegistry
+    from pytest_critic22.sandbox import Sandbox
+    from pytest_critic22.trees import TreeSet
+
+__all__ = [
+    "Inputs",
+    "Review",
+    "RoutedFinding",
+    "build_review",
+    "critic_problem",
+    "critic_source",
+    "list_review",
+    "preservation_id",
+    "read_inputs",
+    "route_findings",
+]
+
+
+def preservation_id(group: str) -> str:
+    """A preservation group's result id and item name: ``preserve[tests/test_x.py]``."""
+    return f"preserve[{group}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What the user gave, read and checked: the patch, parsed, and its blinded packet."""
+
+    patch_path: Path
+    patch: ParsedPatch
+    packet: ReviewPacket
+    stripped: StripReport
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedFinding:
+    """A finding and its route: the finding itself stays six fields."""
+
+    finding_id: str
+    finding: ReviewFinding
+    procedure: Procedure | None
+    route_reason: str = ""
+
+    @property
+    def item_name(self) -> str:
+        return f"{self.finding_id}[{self.finding.location}]"
+
+    @property
+    def blocking(self) -> bool:
+        return self.finding.severity == "blocking" and self.procedure is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.finding_id,
+            "finding": self.finding.to_dict(),
+            "procedure": self.procedure.to_dict() if self.procedure else None,
+            "route_reason": self.route_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RoutedFinding:
+        procedure = data.get("procedure")
+        return cls(
+            str(data["id"]),
+            ReviewFinding(**data["finding"]),
+            Procedure.from_dict(procedure) if procedure else None,
+            str(data.get("route_reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """Everything the run knows before any procedure runs; what the items and reports read."""
+
+    patch_path: Path
+    patch: ParsedPatch
+    packet: ReviewPacket
+    stripped: StripReport
+    base_commit: str = ""
+    findings: ParseResult = field(default_factory=lambda: ParseResult(findings=()))
+    wrapped: tuple[RoutedFinding, ...] = ()
+    critic: Mapping[str, Any] = field(default_factory=dict)  # how the findings came to be
+    preservation: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group -> tests
+    test_dir: str = ""  # where the critic's tests go, relative to a tree
+    acceptance: str | None = None
+    obligation_tests: tuple[str, ...] = ()
+    engage: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # why the review could not do what was asked
+
+    def blocking(self) -> list[RoutedFinding]:
+        return [w for w in self.wrapped if w.blocking]
+
+    def expected_items(self) -> list[str]:
+        """The result ids of every generated item this review owes an outcome for."""
+        return [preservation_id(g) for g in self.preservation] + [
+            w.finding_id for w in self.blocking()
+        ]
+
+    def item_name(self, result_id: str) -> str:
+        """A result id's item name: ``F1`` -> ``F1[e2]``; preservation ids are their names."""
+        for w in self.wrapped:
+            if w.finding_id == result_id:
+                return w.item_name
+        return result_id
+
+
+# -- inputs -------------------------------------------------------------------------------
+
+
+def read_inputs(opts: ReviewOptions) -> Inputs:
+    """Read and check the inputs; every problem is one :class:`InputError` line."""
+    where = opts.invocation_dir
+    patch_path, text = read_patch(opts.patch, where)
+    try:
+        patch = parse_patch(text)
+    except DiffError as exc:
+        raise InputError(f"--critic22: {patch_path.name}: {exc}") from None
+    packet, stripped = build_packet(
+        patch,
+        specification=read_text_or_file(opts.spec, "--critic22-spec", where),
+        root_cause=read_text_or_file(opts.root_cause, "--critic22-root-cause", where),
+        obligations=read_obligations(opts.obligations, where),
+        request=read_request(opts.request, where),
+    )
+    return Inputs(patch_path, patch, packet, stripped)
+
+
+def check_user_nodeids(opts: ReviewOptions, inputs: Inputs, repo: Path, base: str) -> None:
+    """Obligations and the acceptance test that name tests are data: a node id inside the
+    repository (at the base commit, or added by the patch), never an option."""
+    added = {f.new_path for f in inputs.patch.files if f.new_path}
+    named = [
+        ("--critic22-obligations", o.strip())
+        for o in inputs.packet.preservation_obligations
+        if looks_like_nodeid(o)
+    ]
+    if opts.acceptance:
+        named.append(("--critic22-acceptance", opts.acceptance.strip()))
+    for option, nodeid in named:
+        problem = check_nodeid(nodeid)
+        path = nodeid.split("::", 1)[0]
+        if problem is None and path not in added:
+            exists = git(["cat-file", "-e", f"{base}:{path}"], repo, check=False)
+            if exists.returncode != 0:
+                problem = f"{path} is not a file of the repository at {base[:10]}"
+        if problem:
+            raise InputError(f"{option}: {problem}")
+
+
+# -- the critic's source --------------------------------------------------------------------
+
+
+def critic_source(opts: ReviewOptions) -> tuple[str, str]:
+    """Where findings come from: ("off"|"replay"|"model"|"none", why)."""
+    if opts.engage == "never":
+        return "off", "--critic22-engage=never"
+    if os.environ.get("CRITIC", "").strip().lower() == "off":
+        return "off", "CRITIC=off in the environment"
+    if opts.findings_file:
+        return "replay", ""
+    if opts.model:
+        return "model", ""
+    if opts.engage == "always":
+        raise InputError(
+            "--critic22-engage=always needs a critic: --critic22-model (or CRITIC22_MODEL, or "
+            "the ini value critic22_model) or --critic22-findings=FILE"
+        )
+    return "none", "no model configured (--critic22-model, CRITIC22_MODEL or ini critic22_model)"
+
+
+def critic_problem(opts: ReviewOptions, source: str, review: Review) -> str:
+    """Why a critic that was required gave nothing usable ("" when it did, or was optional).
+
+    Required: findings given to replay, or --critic22-engage=always. Usable: a findings list
+    (possibly empty) with at least one record that passed the schema, unless it was empty.
+    """
+    required = source == "replay" or (source == "model" and opts.engage == "always")
+    if not required:
+        return ""
+    critic = review.critic
+    if critic.get("absent"):
+        return f"the required critic gave no answer: {critic.get('reason', '')}"
+    parsed = review.findings
+    if parsed.error:
+        what = "the findings file" if source == "replay" else "the required critic's answer"
+        return f"{what} is unusable: {parsed.error}"
+    if not parsed.findings and parsed.rejected:
+        return f"the critic's {len(parsed.rejected)} record(s) were all rejected by the schema"
+    return ""
+
+
+def route_findings(parsed: ParseResult) -> tuple[RoutedFinding, ...]:
+    """Number the parsed findings; their routes were decided once, by the parser."""
+    routes = parsed.routes
+    if len(routes) != len(parsed.findings):  # a ParseResult made by hand, not by the parser
+        from pytest_critic22.falsify import route
+
+        routes = tuple(route(f.falsification) for f in parsed.findings)
+    out = []
+    for number, (finding, found) in enumerate(zip(parsed.findings, routes, strict=True), 1):
+        out.append(RoutedFinding(f"F{number}", finding, found.procedure, found.reason))
+    return tuple(out)
+
+
+# -- --collect-only: what can be listed without trees or a model ---------------------------
+
+
+def list_review(
+    opts: ReviewOptions,
+    inputs: Inputs,
+    base: str,
+    repo: Path,
+    kinds: KindRegistry,
+    checks: Any,
+) -> Review:
+    """The review as far as collection needs it, with no tree and no model call: replayed
+    findings (checked as far as the repository at ``base`` allows), and the explicit
+    obligations that are test ids as preservation groups."""
+    from pytest_critic22.evidence_stage import group_by_file
+    from pytest_critic22.nodeids import is_nodeid
+
+    source, why = critic_source(opts)
+    added = {f.new_path for f in inputs.patch.files if f.new_path}
+
+    def validate(finding: ReviewFinding, procedure: Procedure) -> str | None:
+        if procedure.kind == "static":
+            known = {*checks.names(), "type-errors"}
+            return (
+                None if procedure.check in known else f"static: unknown check {procedure.check!r}"
+            )
+        for nodeid in procedure.nodeids:
+            path = nodeid.split("::", 1)[0]
+            found = git(["cat-file", "-e", f"{base}:{path}"], repo, check=False)
+            if path not in added and found.returncode != 0:
+                return f"{procedure.kind}: {path} is not a file of the repository"
+        return None
+
+    raw = "[]"
+    critic: dict[str, Any] = {"engaged": False, "source": source, "reason": why}
+    if source == "replay":
+        findings_file = opts.findings_file or ""
+        raw = (
+            read_text_or_file("@" + findings_file, "--critic22-findings", opts.invocation_dir) or ""
+        )
+        critic = {"engaged": True, "source": "replay", "file": findings_file}
+    elif source == "model":
+        critic["source"] = "off"
+        critic["reason"] = "--collect-only (the model is asked only when the review runs)"
+    parsed = parse_findings(
+        raw,
+        inputs.patch.edit_ids,
+        max_findings=opts.max_findings,
+        validate=validate,
+        route=kinds.route,
+    )
+    tests = [o for o in inputs.packet.preservation_obligations if is_nodeid(o)]
+    review = Review(
+        inputs.patch_path,
+        inputs.patch,
+        inputs.packet,
+        inputs.stripped,
+        base,
+        findings=parsed,
+        wrapped=route_findings(parsed),
+        critic=critic,
+        preservation=group_by_file(tests) if opts.preservation != "off" else {},
+        notes=("--collect-only: no tree was built and no model asked",),
+    )
+    problem = critic_problem(opts, source, review)
+    return replace(review, problems=(problem,)) if problem else review
+
+
+# -- the whole pipeline ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """The run's I/O objects and registries, handed to the pipeline."""
+
+    repo: Path
+    trees: TreeSet
+    ledger: Ledger
+    sandbox: Sandbox
+    kinds: KindRegistry
+    checks: Any
+    state_dir: Callable[[], Path]  # the run's state folder, made on first use
+    make_completion: Callable[[Any], Completion]  # CriticSettings -> the model client
+
+
+def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) -> Review:
+    """The review of one patch, from its inputs to routed findings, on the controller
+    (the inputs already checked, :func:`check_user_nodeids` included).
+
+    Raises :class:`InputError` for what the user must fix (the patch does not apply);
+    everything else that fails is recorded in the review's notes or problems.
+    """
+    from pytest_critic22.evidence_stage import decide_engage, gather_evidence
+    from pytest_critic22.trees import prune_stale
+
+    review = Review(inputs.patch_path, inputs.patch, inputs.packet, inputs.stripped, base)
+    notes: list[str] = [svc.sandbox.note] if svc.sandbox.note else []
+    stale = prune_stale(svc.repo, keep=svc.ledger.run_id)
+    if stale:
+        notes.append(f"removed {len(stale)} stale worktree(s) of a crashed run")
+    svc.trees.claim()
+    _record_start(svc.ledger, review, opts)
+    svc.ledger.append("sandbox", sandbox_record(svc.sandbox))
+    applied = git(
+        ["apply", "--reverse", "--check", "-"],
+        svc.repo,
+        input=inputs.patch.whole_patch,
+        check=False,
+    )
+    if applied.returncode == 0:
+        notes.append(
+            "the working tree already has the patch applied; reviewing it against "
+            f"{opts.base} ({base[:10]})"
+        )
+    problem = svc.trees.check_applies(inputs.patch)
+    if problem is not None:
+        raise InputError(
+            f"--critic22: {inputs.patch_path.name} does not apply to "
+            f"{opts.base} ({base[:10]}): {problem}"
+        )
+    source, why = critic_source(opts)
+    evidence = gather_evidence(opts, review, svc, with_coverage=source == "model")
+    review = replace(
+        review,
+        packet=evidence.packet,
+        preservation=evidence.preservation,
+        test_dir=evidence.test_dir,
+    )
+    notes += evidence.notes
+    engage: Mapping[str, Any] = {}
+    if source == "model" and opts.engage == "auto":
+        decision = decide_engage(opts, evidence, svc.ledger)
+        engage = decision.to_dict()
+        if not decision.engage:
+            source, why = "declined", decision.reason
+    review = _ask_and_route(opts, review, svc, source, why)
+    from pytest_critic22.procedures import acceptance_test_of, obligation_tests
+
+    review = replace(
+        review,
+        engage=engage,
+        notes=tuple(notes),
+        acceptance=opts.acceptance or acceptance_test_of(review.packet.diagnosed_root_cause),
+        obligation_tests=obligation_tests(review.packet.preservation_obligations),
+    )
+    problem = critic_problem(opts, source, review)
+    if problem:
+        review = replace(review, problems=(*review.problems, problem))
+    svc.ledger.append("critic", dict(review.critic))
+    svc.ledger.append("findings-parsed", review.findings.to_dict())
+    return review
+
+
+def _ask_and_route(
+    opts: ReviewOptions, review: Review, svc: Services, source: str, why: str
+) -> Review:
+    """At most one critic per run; its answer parsed exactly once, each finding routed once."""
+    scope = Scope(review.patch, svc.trees, svc.checks)
+
+    def validate(finding: ReviewFinding, procedure: Procedure) -> str | None:
+        return svc.kinds.validate(finding, procedure, scope)
+
+    def parse(raw: str) -> ParseResult:
+        return parse_findings(
+            raw,
+            review.patch.edit_ids,
+            max_findings=opts.max_findings,
+            validate=validate,
+            route=svc.kinds.route,
+        )
+
+    critic: dict[str, Any]
+    if source in ("off", "none", "declined"):
+        critic = {"engaged": False, "source": source, "reason": why}
+        parsed = parse("[]")
+    elif source == "replay":
+        findings_file = opts.findings_file or ""
+        raw = read_text_or_file("@" + findings_file, "--critic22-findings", opts.invocation_dir)
+        critic = {"engaged": True, "source": "replay", "file": findings_file}
+        parsed = parse(raw or "")
+    else:
+        critic, parsed = _ask_model(opts, review, svc, parse)
+    return replace(review, findings=parsed, wrapped=route_findings(parsed), critic=critic)
+
+
+def _ask_model(
+    opts: ReviewOptions, review: Review, svc: Services, parse: Callable[[str], ParseResult]
+) -> tuple[dict[str, Any], ParseResult]:
+    from pytest_critic22.critic import review as ask
+
+    settings = opts.critic_settings()
+    state = svc.state_dir()
+    traces = state / "traces" / svc.ledger.run_id
+    run = ask(
+        review.packet,
+        review.patch.edit_ids,
+        settings,
+        svc.make_completion(settings),
+        max_findings=opts.max_findings,
+        trace_dir=traces,
+        cache_dir=state / "cache",
+        system=prompt_for(svc.kinds, svc.checks),
+        parse=parse,
+    )
+    critic: dict[str, Any] = {
+        "engaged": True,
+        "source": "model",
+        "model": settings.model,
+        "traces": str(traces),
+        **run.summary(),
+    }
+    if run.failure or run.raw is None or run.parsed is None:
+        critic["absent"] = True
+        critic["reason"] = run.failure
+        return critic, parse("[]")
+    return critic, run.parsed
+
+
+def prompt_for(kinds: KindRegistry, checks: Any) -> str:
+    """The critic's system prompt for this run: its grammar from the registered kinds."""
+    from pytest_critic22.critic import system_prompt
+
+    return system_prompt(kinds.grammar(checks))
+
+
+def sandbox_record(sandbox: Sandbox) -> dict[str, Any]:
+    return {
+        "mode": sandbox.mode,
+        "isolated": sandbox.isolated,
+        "warning": sandbox.note,
+        "pass_env": list(sandbox.pass_env),
+    }
+
+
+def _record_start(ledger: Ledger, review: Review, opts: ReviewOptions) -> None:
+    ledger.append(
+        "run-start",
+        {
+            "patch": str(review.patch_path),
+            "rootdir": str(opts.rootpath),
+            "base": review.base_commit,
+        },
+    )
+    ledger.append(
+        "patch-parsed",
+        {
+            "files": [
+                {"path": f.path, "status": f.status, "edits": list(f.edit_ids)}
+                for f in review.patch.files
+            ],
+            "edits": len(review.patch.edits),
+        },
+    )
+    ledger.append(
+        "packet-built",
+        {"digest": review.packet.digest, "stripped": review.stripped.to_dict()},
+    )

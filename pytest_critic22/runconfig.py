@@ -1,0 +1,105 @@
+"""The run's I/O configuration, read from pytest's config and checked before any tree is
+built: the ledger's path, writable outputs, the sandbox, the tree setup, the base commit.
+Every problem is one ``pytest.UsageError`` line."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_critic22.gitio import GitError, git
+from pytest_critic22.inputs import InputError
+from pytest_critic22.ledger import STATE_DIR
+
+if TYPE_CHECKING:
+    from pytest_critic22.sandbox import Sandbox
+    from pytest_critic22.settings import ReviewOptions
+    from pytest_critic22.trees import TreeSetup
+
+__all__ = ["check_outputs_of", "ledger_path", "resolve_base", "resolve_sandbox", "tree_setup"]
+
+
+def ledger_path(config: pytest.Config) -> Path:
+    value = config.getoption("critic22_ledger")
+    path = Path(value) if value else config.rootpath / STATE_DIR / "ledger.jsonl"
+    return path if path.is_absolute() else config.invocation_params.dir / path
+
+
+def check_outputs_of(config: pytest.Config, opts: ReviewOptions) -> None:
+    """The controller checks its outputs once, before any tree."""
+    from pytest_critic22.inputs import check_outputs
+    from pytest_critic22.review import critic_source
+
+    report_opt = config.getoption("critic22_report")
+    report_path = Path(report_opt) if report_opt else None
+    if report_path is not None and not report_path.is_absolute():
+        report_path = config.invocation_params.dir / report_path
+    try:
+        check_outputs(
+            state_dir=config.rootpath / STATE_DIR,
+            ledger=ledger_path(config),
+            ledger_given=bool(config.getoption("critic22_ledger")),
+            report=report_path,
+            state_needed=critic_source(opts)[0] == "model",
+        )
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> TreeSetup:
+    """ini critic22_copy and critic22_tree_setup, checked before any tree is built."""
+    from pytest_critic22.trees import TreeSetup
+
+    copy = tuple(str(g) for g in (config.getini("critic22_copy") or []))
+    for glob in copy:
+        if glob.startswith("/") or ".." in Path(glob).parts:
+            raise pytest.UsageError(
+                f"ini critic22_copy: {glob!r} must be a glob relative to the repository root"
+            )
+    raw = str(config.getini("critic22_tree_setup") or "").strip()
+    try:
+        command = tuple(shlex.split(raw))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini critic22_tree_setup: {exc}: {raw!r}") from None
+    return TreeSetup(
+        copy=copy,
+        command=command,
+        timeout=opts.timeout,
+        sandbox=sandbox,
+        pythonpath=opts.pythonpath,
+    )
+
+
+def resolve_sandbox(config: pytest.Config) -> Sandbox:
+    """The run's sandbox: the controller probes once, its xdist workers take its answer."""
+    from pytest_critic22.sandbox import Sandbox, SandboxError, resolve
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "critic22_sandbox" in workerinput:
+        mode, names, note = workerinput["critic22_sandbox"]
+        return Sandbox(mode, tuple(names), note)
+    requested = config.getoption("critic22_sandbox") or str(
+        config.getini("critic22_sandbox") or "auto"
+    )
+    names = [
+        *(config.getini("critic22_pass_env") or []),
+        *(config.getoption("critic22_pass_env") or []),
+    ]
+    try:
+        return resolve(requested.strip(), names)
+    except SandboxError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def resolve_base(repo: Path, rev: str) -> str:
+    try:
+        done = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo)
+    except GitError:
+        raise pytest.UsageError(
+            f"--critic22-base: {rev!r} is not a commit in {repo} "
+            "(a repository needs at least one commit to review a patch against)"
+        ) from None
+    return done.stdout.strip()
