@@ -58,3 +58,37 @@ def sandbox(request: pytest.FixtureRequest) -> object:
     if request.param == "bwrap":
         return bwrap_or_skip()
     return resolve("rlimits")
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_environment_leaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite may itself run on GitHub Actions: no child review of a test may print
+    annotations into that job or append to its summary."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def _sigint_ignored_by_the_os() -> bool:
+    """SIGINT in this process's ignored set, as the kernel sees it (C code may set it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) & (1 << (2 - 1)))
+    except OSError:
+        pass
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _sigint_stays_interruptible() -> Iterator[None]:
+    """A test that leaves SIGINT ignored in this process makes every child it starts later
+    ignore Ctrl-C too (an ignored signal survives exec): the test that did it fails here."""
+    import signal
+
+    before = (signal.getsignal(signal.SIGINT), _sigint_ignored_by_the_os())
+    yield
+    after = (signal.getsignal(signal.SIGINT), _sigint_ignored_by_the_os())
+    if after != before:
+        signal.signal(signal.SIGINT, before[0])
+        pytest.fail(f"this test left SIGINT as {after!r} (was {before!r})")

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from pytest_critic22.critic import Completion, CriticSettings
     from pytest_critic22.kinds import KindRegistry
     from pytest_critic22.procedures import FindingResult
-    from pytest_critic22.review import Review
+    from pytest_critic22.review import Review, RunInfo
+    from pytest_critic22.verify import Disposition
 
 
 @pytest.hookspec
@@ -57,11 +58,17 @@ def pytest_critic22_make_completion(
 
 @pytest.hookspec
 def pytest_critic22_review_finished(
-    review: Review, results: dict[str, FindingResult], config: pytest.Config
+    review: Review,
+    results: dict[str, FindingResult],
+    disposition: Disposition,
+    run: RunInfo,
+    config: pytest.Config,
 ) -> None:
-    """The review is decided: ``review`` (the frozen :class:`pytest_critic22.review.Review`)
-    and ``results`` (result id -> :class:`pytest_critic22.procedures.FindingResult`, the
-    preservation groups' ``preserve[...]`` included). Called on the controller after the
-    gate, before the terminal summary. The JSON report (``--critic22-report``) is the
-    default implementation; other report formats plug in here.
+    """The review is decided: ``review`` (the frozen :class:`pytest_critic22.review.Review`),
+    ``results`` (result id -> :class:`pytest_critic22.procedures.FindingResult`, the
+    preservation groups' ``preserve[...]`` included), the gate's ``disposition`` and ``run``
+    (:class:`pytest_critic22.review.RunInfo`: run id, ledger, notes, sandbox, timings).
+    Called on the controller after the gate, before the terminal summary; an implementation
+    may take any subset of these arguments. Every report format is an implementation: the
+    JSON report (``--critic22-report``), SARIF, GitHub annotations, HTML.
     """

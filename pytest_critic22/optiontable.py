@@ -91,6 +91,20 @@ def _add_inputs(group: pytest.OptionGroup) -> None:
         help="a file to write the review to as JSON, for a validator",
     )
     group.addoption(
+        "--critic22-sarif",
+        dest="critic22_sarif",
+        metavar="FILE",
+        default=None,
+        help="a file to write the review to as SARIF 2.1.0, for code scanning",
+    )
+    group.addoption(
+        "--critic22-html",
+        dest="critic22_html",
+        metavar="FILE",
+        default=None,
+        help="a file to write the review to as one self-contained HTML page",
+    )
+    group.addoption(
         "--critic22-ledger",
         dest="critic22_ledger",
         metavar="FILE",

@@ -30,23 +30,28 @@ def ledger_path(config: pytest.Config) -> Path:
 
 def check_outputs_of(config: pytest.Config, opts: ReviewOptions) -> None:
     """The controller checks its outputs once, before any tree."""
+    from pytest_critic22.formats import OUTPUT_OPTIONS, output_path
     from pytest_critic22.inputs import check_outputs
+    from pytest_critic22.ledger import write_problem
     from pytest_critic22.review import critic_source
 
-    report_opt = config.getoption("critic22_report")
-    report_path = Path(report_opt) if report_opt else None
-    if report_path is not None and not report_path.is_absolute():
-        report_path = config.invocation_params.dir / report_path
     try:
         check_outputs(
             state_dir=config.rootpath / STATE_DIR,
             ledger=ledger_path(config),
             ledger_given=bool(config.getoption("critic22_ledger")),
-            report=report_path,
+            report=output_path(config, "critic22_report"),
             state_needed=critic_source(opts)[0] == "model",
         )
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
+    for dest, flag in OUTPUT_OPTIONS[1:]:
+        path = output_path(config, dest)
+        problem = write_problem(path) if path is not None else None
+        if problem is not None:
+            raise pytest.UsageError(
+                f"{flag}: cannot write {path} ({problem}); choose a writable path"
+            )
 
 
 def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> TreeSetup:

@@ -1,0 +1,40 @@
+"""``--critic22-report=FILE``: the review as JSON, for a validator (the default format)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_critic22.formats import output_path, write_output
+
+if TYPE_CHECKING:
+    from pytest_critic22.procedures import FindingResult
+    from pytest_critic22.review import Review, RunInfo
+    from pytest_critic22.verify import Disposition
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_critic22_review_finished(
+    review: Review,
+    results: dict[str, FindingResult],
+    disposition: Disposition,
+    run: RunInfo,
+    config: pytest.Config,
+) -> None:
+    from pytest_critic22 import report
+
+    path = output_path(config, "critic22_report")
+    if path is None:
+        return
+    document = report.json_report(
+        run_id=run.run_id,
+        review=review,
+        results=results,
+        disposition=disposition,
+        ledger=run.ledger,
+        notes=run.notes,
+        sandbox=run.sandbox,
+    )
+    write_output(path, json.dumps(document, indent=2, sort_keys=True) + "\n")

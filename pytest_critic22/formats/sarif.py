@@ -1,0 +1,425 @@
+"""``--critic22-sarif=FILE``: the review as SARIF 2.1.0, for code scanning.
+
+One run of the tool ``pytest-critic22``; one rule per procedure kind (``test``,
+``counterfactual``, ``static``, ``trace``, ``property`` and what plugins register), one per
+static check (``static/removed-guard``), plus ``preservation`` and ``advisory``; one result per
+finding that reached an outcome:
+
+    error    a verified blocking finding, or a verified preservation regression
+    warning  an inconclusive blocking finding, or an inconclusive preservation group
+    note     an advisory finding (never run)
+
+Refuted findings and findings that were not run are not results. Each result is located at
+the added lines of its edit in the patched file (for a pure deletion, the line where the lines
+were; for ``whole-patch``, the first edit), and fingerprinted by the edit's content and the
+claim: the same finding on the same edit has the same ``primaryLocationLineHash`` in every run.
+
+Everything but the hook at the end is pure; :func:`locate` and :func:`outcome_of` are shared
+with the GitHub format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pytest
+
+from pytest_critic22 import __version__
+from pytest_critic22.checks import REGISTRY
+from pytest_critic22.diffparse import WHOLE_PATCH, AtomicEdit, ParsedPatch
+from pytest_critic22.kinds import builtin_kinds
+from pytest_critic22.review import preservation_id
+
+if TYPE_CHECKING:
+    from pytest_critic22.procedures import FindingResult
+    from pytest_critic22.review import Review, RoutedFinding, RunInfo
+    from pytest_critic22.verify import Disposition
+
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+INFORMATION_URI = "https://pypi.org/project/pytest-critic22/"
+TOOL_NAME = "pytest-critic22"
+
+#: outcome -> SARIF level (and GitHub annotation level, see formats.github).
+LEVELS: Mapping[str, str] = {"verified": "error", "inconclusive": "warning", "advisory": "note"}
+
+_KIND_SUMMARY: Mapping[str, str] = {
+    "test": "The critic's own pytest test fails on the patched tree, not without the edit",
+    "counterfactual": "Existing tests of the repository that the patch breaks",
+    "static": "A deterministic check over the edit's base and patched sources",
+    "trace": "A test the patch makes fail under replay (a race or flakiness)",
+    "property": "A property of a function that the patch breaks, found with generated inputs",
+}
+_DECIDED = (
+    "Verified (error) when the procedure fails on the patched tree in every rerun and passes "
+    "on the counterfactual tree (the patch without the located edit; the base for whole-patch; "
+    "the patched tree plus the critic's repair when one is given). Inconclusive (warning) when "
+    "it cannot say: flaky, fails on both trees, a tree that cannot be built, a timeout. A "
+    "refuted finding (the procedure passes on the patched tree) is not reported."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a result points: a repository-relative file and a region of the patched file."""
+
+    path: str
+    start_line: int = 1
+    end_line: int = 1
+    start_column: int = 1
+    end_column: int = 1
+
+    def region(self) -> dict[str, int]:
+        return {
+            "startLine": self.start_line,
+            "startColumn": self.start_column,
+            "endLine": self.end_line,
+            "endColumn": self.end_column,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finding's or preservation group's reportable outcome (refuted and "not run" have none)."""
+
+    result_id: str  # "F1" or "preserve[tests/test_x.py]"
+    kind: str  # "verified" | "inconclusive" | "advisory"
+    reason: str  # the decisive line: the outcome's reason, or why it was never run
+    procedure: str  # the procedure kind; "preservation"; "" for an advisory without one
+    rule_id: str
+    claim: str
+    location: Location
+    fingerprint: str
+    counterfactual: str = ""  # the counterfactual tree's name, when it ran
+
+    @property
+    def level(self) -> str:
+        return LEVELS[self.kind]
+
+    @property
+    def message(self) -> str:
+        return f"{self.claim} ({self.result_id} {self.kind}: {self.reason})"
+
+
+# -- locations and fingerprints ------------------------------------------------------------
+
+
+def _width(text: str) -> int:
+    """A line's length in UTF-16 code units (the run's ``columnKind``, as GitHub counts)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _body(edit: AtomicEdit) -> list[str]:
+    """The hunk's lines after its header, without line endings."""
+    return [line.rstrip("\r\n") for line in edit.hunk.splitlines(keepends=True)[1:]]
+
+
+def edit_region(edit: AtomicEdit) -> Location:
+    """The edit's added lines in the patched file, or (a pure deletion) the line where the
+    removed lines were: the line that follows them, else the one before, at least line 1."""
+    new_side: list[tuple[int, str, str, bool]] = []  # (line, tag, text, after a removal)
+    removed = False
+    for line in _body(edit):
+        if line[:1] in ("-", "\\"):
+            removed = removed or line[:1] == "-"
+            continue
+        new_side.append((edit.new_start + len(new_side), line[:1], line[1:], removed))
+    added = [(n, text) for n, tag, text, _ in new_side if tag == "+"]
+    after = [(n, text) for n, _, text, later in new_side if later]
+    before = [(n, text) for n, _, text, later in new_side if not later]
+    if added:
+        return Location(edit.path, added[0][0], added[-1][0], 1, _width(added[-1][1]) + 1)
+    # the file is gone, or the hunk is nothing but removals: line 1
+    line_no, text = after[0] if after else before[-1] if before else (1, "")
+    line_no = max(line_no, 1)
+    return Location(edit.path, line_no, line_no, 1, _width(text) + 1)
+
+
+def locate(patch: ParsedPatch, location: str) -> Location:
+    """A finding's location (an edit id, or ``whole-patch``: the first edit) in the patched
+    tree; the first file of the patch at line 1 when there is no such edit."""
+    edits = {edit.edit_id: edit for edit in patch.edits}
+    if location in edits:
+        return edit_region(edits[location])
+    if patch.edits:
+        return edit_region(patch.edits[0])
+    return Location(patch.files[0].path if patch.files else "")
+
+
+def fingerprint(patch: ParsedPatch, location: str, claim: str) -> str:
+    """sha256 of (the located edit's file and hunk lines, the claim): the same in every run
+    of the same finding on the same edit, whatever the run id, the time or the folder. The
+    hunk header is left out, so moving the edit within its file keeps the fingerprint."""
+    edits = [e for e in patch.edits if e.edit_id == location]
+    if location == WHOLE_PATCH or not edits:
+        edits = list(patch.edits)
+    digest = hashlib.sha256()
+    for edit in edits:
+        digest.update(edit.path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update("\n".join(_body(edit)).encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(b"claim\0" + claim.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+# -- outcomes --------------------------------------------------------------------------------
+
+
+def rule_for(wrapped: RoutedFinding) -> str:
+    procedure = wrapped.procedure
+    if procedure is None:
+        return "advisory"
+    if procedure.kind == "static" and procedure.check:
+        return f"static/{procedure.check}"
+    return procedure.kind
+
+
+def outcome_of(
+    review: Review, wrapped: RoutedFinding, results: Mapping[str, FindingResult]
+) -> Outcome | None:
+    """A finding's reportable outcome, derived as the JSON report does (advisory, not run,
+    or the result's outcome); None when refuted or not run."""
+    finding = wrapped.finding
+    result = results.get(wrapped.finding_id)
+    if finding.severity != "blocking":
+        kind = "advisory"
+        reason = f"never run: {wrapped.route_reason}" if wrapped.route_reason else "never run"
+    elif result is None or result.outcome.kind == "refuted":
+        return None
+    else:
+        kind, reason = result.outcome.kind, result.outcome.reason
+    where, claim = finding.location, finding.claim
+    kind_name = wrapped.procedure.kind if wrapped.procedure is not None else ""
+    tree = result.counterfactual if result is not None else ""
+    located, digest = locate(review.patch, where), fingerprint(review.patch, where, claim)
+    return Outcome(
+        wrapped.finding_id, kind, reason, kind_name, rule_for(wrapped), claim, located, digest, tree
+    )
+
+
+def preservation_outcomes(
+    review: Review, results: Mapping[str, FindingResult]
+) -> Iterator[Outcome]:
+    """Verified or inconclusive preservation groups, located at the group's test file."""
+    for group, tests in review.preservation.items():
+        result = results.get(preservation_id(group))
+        if result is None or result.outcome.kind not in ("verified", "inconclusive"):
+            continue
+        claim = f"the patch breaks existing tests in {group}"
+        if result.outcome.kind != "verified":
+            claim = f"existing tests in {group} could not be judged on the patch"
+        digest = hashlib.sha256(
+            "\0".join(["preservation", group, *tests]).encode("utf-8", "surrogateescape")
+        )
+        kind, reason, tree = result.outcome.kind, result.outcome.reason, result.counterfactual
+        yield Outcome(
+            preservation_id(group),
+            kind,
+            reason,
+            "preservation",
+            "preservation",
+            claim,
+            Location(group),
+            digest.hexdigest(),
+            tree or "base",
+        )
+
+
+def all_outcomes(review: Review, results: Mapping[str, FindingResult]) -> list[Outcome]:
+    found = [o for w in review.wrapped if (o := outcome_of(review, w, results)) is not None]
+    return found + list(preservation_outcomes(review, results))
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+_STATIC_FULL = (
+    "The static check {name!r}: {text}. Differential: a hit counts only when the located edit "
+    "introduces it (added lines on the patched side, removed lines on the base side)."
+)
+_FIXED_RULES = (  # id, short, full, help, level
+    (
+        "preservation",
+        "Existing tests that pass on the base and fail on the patched tree",
+        "A preservation group: the existing tests of one test file that reach the symbols the "
+        "patch touches (and the obligations that are test ids), run on the patched tree with "
+        "the base as counterfactual. No critic is involved.",
+        "Verified (error) when a test passes on the base and fails on the patched tree in every "
+        "rerun; a test that already fails on the base is not blamed on the patch.",
+        "error",
+    ),
+    (
+        "advisory",
+        "An advisory finding of the critic: recorded, never run, never blocking",
+        "A finding the critic marked advisory, or a blocking one downgraded because its "
+        "falsification is not executable. Nothing decided it.",
+        "Advisory findings never fail anything: they are the critic's unverified remarks.",
+        "note",
+    ),
+)
+
+
+def _rule(rule_id: str, short: str, full: str, help_text: str, level: str) -> dict[str, Any]:
+    return {
+        "id": rule_id,
+        "name": rule_id,
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": full},
+        "help": {"text": help_text},
+        "defaultConfiguration": {"level": level},
+    }
+
+
+def rules(
+    review: Review, results: Mapping[str, FindingResult], kinds: Any, checks: Any
+) -> list[dict[str, Any]]:
+    """The driver's rules: every kind of the registry and the review (a plugin's included),
+    every static check (the registry's and those the findings name), ``preservation``,
+    ``advisory``."""
+    grammar = {k.name: str(k.grammar) for k in kinds if k.grammar}
+    seen = [w.procedure.kind for w in review.wrapped if w.procedure is not None]
+    seen += [r.kind for r in results.values() if r.kind]
+    names = [n for n in dict.fromkeys([*grammar, *seen]) if n not in ("preservation", "advisory")]
+    out = [
+        _rule(
+            name,
+            _KIND_SUMMARY.get(name, f"A defect shown by the {name!r} procedure"),
+            textwrap.dedent(grammar.get(name, "")).strip() or f"{name}: a plugin's kind",
+            _DECIDED,
+            "error",
+        )
+        for name in names
+    ]
+    described = {n: checks.get(n).description for n in checks.names()}
+    described["type-errors"] = "a type error the edit introduces (differential mypy)"
+    used = [w.procedure.check for w in review.wrapped if w.procedure and w.procedure.check]
+    for name in dict.fromkeys([*sorted(described), *used]):
+        text = described.get(name, "a static check registered by a plugin")
+        full = _STATIC_FULL.format(name=name, text=text)
+        verified = "Verified (error) when the check reports a hit the located edit introduces."
+        out.append(_rule(f"static/{name}", f"static check {name}: {text}", full, verified, "error"))
+    out += [_rule(*fixed) for fixed in _FIXED_RULES]
+    return out
+
+
+# -- the document ----------------------------------------------------------------------------
+
+
+def _uri(path: str) -> str:
+    return quote(path, safe="/")
+
+
+def _timestamp(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _trees(outcome: Outcome) -> dict[str, str]:
+    """The trees the outcome was decided on (none for an advisory finding: never run)."""
+    if outcome.kind == "advisory":
+        return {}
+    trees = {"patched": "patched"}
+    if outcome.counterfactual:
+        trees["counterfactual"] = outcome.counterfactual
+    return trees
+
+
+def _result(outcome: Outcome, rule_index: int, run_id: str) -> dict[str, Any]:
+    where = {"artifactLocation": {"uri": _uri(outcome.location.path)}}
+    return {
+        "ruleId": outcome.rule_id,
+        "ruleIndex": rule_index,
+        "kind": "fail" if outcome.kind != "advisory" else "review",
+        "level": outcome.level,
+        "message": {"text": outcome.message},
+        "locations": [{"physicalLocation": {**where, "region": outcome.location.region()}}],
+        "partialFingerprints": {"primaryLocationLineHash": outcome.fingerprint},
+        "properties": {
+            "finding_id": outcome.result_id,
+            "procedure_kind": outcome.procedure or None,
+            "outcome": outcome.kind,
+            "trees": _trees(outcome),
+            "run_id": run_id,
+        },
+    }
+
+
+def sarif_document(
+    review: Review,
+    results: Mapping[str, FindingResult],
+    disposition: Disposition,
+    run: RunInfo,
+    *,
+    kinds: Iterable[Any] | None = None,
+    checks: Any = None,
+) -> dict[str, Any]:
+    """The SARIF log of one review. ``kinds`` and ``checks`` are the run's registries
+    (default: the built-in kinds and checks)."""
+    kinds = builtin_kinds() if kinds is None else kinds
+    rule_list = rules(review, results, kinds, REGISTRY if checks is None else checks)
+    index = {rule["id"]: i for i, rule in enumerate(rule_list)}
+    invocation: dict[str, Any] = {"executionSuccessful": disposition.verdict != "incomplete"}
+    if run.started:
+        invocation["startTimeUtc"] = _timestamp(run.started)
+        invocation["endTimeUtc"] = _timestamp(run.started + max(run.seconds, 0.0))
+    if disposition.verdict == "incomplete":
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": f"the review could not look: {problem}"}}
+            for problem in disposition.problems or (disposition.reason,)
+        ]
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rule_list,
+                    }
+                },
+                "automationDetails": {"id": f"critic22/{run.run_id}"},
+                "invocations": [invocation],
+                "columnKind": "utf16CodeUnits",
+                "results": [
+                    _result(o, index[o.rule_id], run.run_id) for o in all_outcomes(review, results)
+                ],
+                "properties": {
+                    "verdict": disposition.verdict,
+                    "reason": disposition.reason,
+                    "verified": list(disposition.verified),
+                    "problems": list(disposition.problems),
+                    "patch": review.patch_path.name,
+                    "base": review.base_commit,
+                },
+            }
+        ],
+    }
+
+
+@pytest.hookimpl
+def pytest_critic22_review_finished(
+    review: Review,
+    results: dict[str, FindingResult],
+    disposition: Disposition,
+    run: RunInfo,
+    config: pytest.Config,
+) -> None:
+    from pytest_critic22.formats import output_path, write_output
+    from pytest_critic22.plugin import PLUGIN_NAME
+
+    path = output_path(config, "critic22_sarif")
+    if path is None:
+        return
+    session = config.pluginmanager.get_plugin(PLUGIN_NAME)  # the run's registries
+    kinds, checks = getattr(session, "kinds", None), getattr(session, "checks", None)
+    document = sarif_document(review, results, disposition, run, kinds=kinds, checks=checks)
+    write_output(path, json.dumps(document, indent=2) + "\n")

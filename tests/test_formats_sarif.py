@@ -1,0 +1,535 @@
+"""The SARIF 2.1.0 report: valid against the official schema, one result per finding that
+reached an outcome, located at its edit, fingerprinted by (edit, claim)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_critic22 import __version__
+from pytest_critic22.checks import REGISTRY
+from pytest_critic22.diffparse import parse_patch
+from pytest_critic22.finding import ReviewFinding, parse_findings
+from pytest_critic22.formats import sarif
+from pytest_critic22.formats.github import md
+from pytest_critic22.kinds.base import Procedure
+from pytest_critic22.packet import build_packet
+from pytest_critic22.procedures import FindingResult
+from pytest_critic22.review import Review, RoutedFinding, RunInfo, preservation_id, route_findings
+from pytest_critic22.samples import SAMPLES_DIR, case_dir
+from pytest_critic22.verify import Disposition, Outcome
+from tests.e2e import case_args, expected, make_sample
+from tests.golden import golden_path
+
+SCHEMA_PATH = Path(__file__).parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
+DROPS = case_dir("textstats", "median-drops-guard")
+RUN = RunInfo(run_id="run-one", ledger="/tmp/x/ledger.jsonl", started=1_700_000_000.25, seconds=4)
+REJECT = Disposition("reject", ("F1",), "1 verified blocking defect: F1")
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+def schema_errors(document: Mapping[str, Any]) -> list[str]:
+    """What the official schema says about ``document`` after a trip through JSON text."""
+    schema = _schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    data = json.loads(json.dumps(document))
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(data)]
+
+
+def build_review(
+    patch_text: str,
+    findings: Sequence[Mapping[str, Any]] | str,
+    *,
+    preservation: Mapping[str, tuple[str, ...]] | None = None,
+    patch_path: Path = DROPS / "patch.diff",
+) -> Review:
+    """A review as the pipeline yields it, from a patch and a critic's records."""
+    patch = parse_patch(patch_text)
+    packet, stripped = build_packet(patch)
+    raw = findings if isinstance(findings, str) else json.dumps(list(findings))
+    parsed = parse_findings(raw, patch.edit_ids)
+    return Review(
+        patch_path,
+        patch,
+        packet,
+        stripped,
+        "0123456789abcdef",
+        findings=parsed,
+        wrapped=route_findings(parsed),
+        preservation=dict(preservation or {}),
+    )
+
+
+def result(result_id: str, kind: str, reason: str = "", tree: str = "base") -> FindingResult:
+    outcome = Outcome(kind, reason or f"{kind} because of reasons")  # type: ignore[arg-type]
+    return FindingResult(result_id, outcome, tree, {}, "test")
+
+
+def drops_review() -> Review:
+    """textstats median-drops-guard: F1..F3 blocking (e2, e2, e3), F4 whole-patch advisory,
+    F5 downgraded to advisory; one preservation group."""
+    return build_review(
+        (DROPS / "patch.diff").read_text(),
+        (DROPS / "findings.json").read_text(),
+        preservation={"tests/test_stats.py": ("tests/test_stats.py::test_mean_empty",)},
+    )
+
+
+def drops_results() -> dict[str, FindingResult]:
+    return {
+        "F1": result("F1", "verified", "fails on patched (2/2 runs)", "without-e2"),
+        "F2": result("F2", "inconclusive", "flaky: failed 1 of 2 runs", "without-e2"),
+        "F3": result("F3", "refuted", "the procedure passes on the patched tree", "without-e3"),
+        preservation_id("tests/test_stats.py"): result(
+            preservation_id("tests/test_stats.py"), "verified", "test_mean_empty regresses"
+        ),
+    }
+
+
+def results_of(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["properties"]["finding_id"]: r for r in document["runs"][0]["results"]}
+
+
+def region(entry: Mapping[str, Any]) -> tuple[str, int, int, int, int]:
+    where = entry["locations"][0]["physicalLocation"]
+    r = where["region"]
+    uri = where["artifactLocation"]["uri"]
+    return uri, r["startLine"], r["startColumn"], r["endLine"], r["endColumn"]
+
+
+# -- the schema and the document's frame -----------------------------------------------------
+
+
+def test_the_shipped_schema_is_the_official_sarif_2_1_0_schema() -> None:
+    schema = _schema()
+    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    assert schema["id"] == sarif.SCHEMA_URI
+    assert schema["properties"]["version"]["enum"] == ["2.1.0"]
+    assert jsonschema.validators.validator_for(schema) is jsonschema.Draft4Validator
+    jsonschema.Draft4Validator.check_schema(schema)
+    assert (SCHEMA_PATH.parent / "LICENSE").read_text().count("OASIS") >= 3
+
+
+def test_the_schema_rejects_what_it_must() -> None:
+    document = sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN)
+    assert schema_errors(document) == []
+    document["runs"][0]["results"][0]["level"] = "fatal"
+    document["runs"][0]["results"][1]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
+    assert len(schema_errors(document)) == 2
+
+
+def test_the_document_names_the_tool_the_run_and_its_rules() -> None:
+    document = sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN)
+    assert document["$schema"] == sarif.SCHEMA_URI and document["version"] == "2.1.0"
+    (run,) = document["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "pytest-critic22"
+    assert driver["semanticVersion"] == __version__
+    assert driver["informationUri"].startswith("https://")
+    ids = [rule["id"] for rule in driver["rules"]]
+    assert ids[:5] == ["test", "counterfactual", "static", "trace", "property"]
+    for check in [*REGISTRY.names(), "type-errors"]:
+        assert f"static/{check}" in ids
+    assert ids[-2:] == ["preservation", "advisory"] and len(set(ids)) == len(ids)
+    for rule in driver["rules"]:
+        for field in ("shortDescription", "fullDescription", "help"):
+            assert rule[field]["text"].strip()
+        assert rule["defaultConfiguration"]["level"] in ("error", "note")
+    assert run["automationDetails"] == {"id": "critic22/run-one"}
+    assert run["invocations"][0]["executionSuccessful"] is True
+    assert run["invocations"][0]["startTimeUtc"] == "2023-11-14T22:13:20.250Z"
+    assert run["properties"]["verdict"] == "reject"
+    for entry in run["results"]:
+        assert driver["rules"][entry["ruleIndex"]]["id"] == entry["ruleId"]
+
+
+def test_an_incomplete_review_did_not_execute_successfully_and_says_why() -> None:
+    incomplete = Disposition("incomplete", (), "could not look", ("the tree cannot import x",))
+    document = sarif.sarif_document(drops_review(), {}, incomplete, RUN)
+    invocation = document["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    notes = [n["message"]["text"] for n in invocation["toolExecutionNotifications"]]
+    assert notes == ["the review could not look: the tree cannot import x"]
+    assert schema_errors(document) == []
+
+
+# -- results: levels, messages, properties ---------------------------------------------------
+
+
+def test_levels_follow_the_outcomes_and_refuted_or_unrun_findings_are_no_results() -> None:
+    document = sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN)
+    found = results_of(document)
+    assert {fid: r["level"] for fid, r in found.items()} == {
+        "F1": "error",  # verified blocking
+        "F2": "warning",  # inconclusive blocking
+        "F4": "note",  # advisory
+        "F5": "note",  # downgraded to advisory: its falsification is not executable
+        "preserve[tests/test_stats.py]": "error",  # a verified regression
+    }
+    assert "F3" not in found  # refuted
+    unrun = sarif.sarif_document(drops_review(), {}, REJECT, RUN)
+    assert set(results_of(unrun)) == {"F4", "F5"}  # blocking findings that never ran: none
+
+
+def test_a_result_says_claim_outcome_and_the_decisive_reason() -> None:
+    found = results_of(sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN))
+    assert found["F1"]["message"]["text"] == (
+        "mean() no longer raises ValueError on empty input; it returns 0.0. "
+        "(F1 verified: fails on patched (2/2 runs))"
+    )
+    assert found["F1"]["ruleId"] == "test" and found["F2"]["ruleId"] == "counterfactual"
+    assert found["F4"]["ruleId"] == "advisory"
+    assert found["F5"]["message"]["text"].startswith("median() may be slow on large input. (F5")
+    assert "never run: falsification does not start with test:" in found["F5"]["message"]["text"]
+    assert found["F1"]["properties"] == {
+        "finding_id": "F1",
+        "procedure_kind": "test",
+        "outcome": "verified",
+        "trees": {"patched": "patched", "counterfactual": "without-e2"},
+        "run_id": "run-one",
+    }
+    assert found["F4"]["properties"]["trees"] == {}
+
+
+def test_a_preservation_regression_is_located_at_line_1_of_its_test_file() -> None:
+    group = "tests/test_stats.py"
+    results = drops_results()
+    found = results_of(sarif.sarif_document(drops_review(), results, REJECT, RUN))
+    entry = found[preservation_id(group)]
+    assert entry["ruleId"] == "preservation"
+    assert region(entry) == ("tests/test_stats.py", 1, 1, 1, 1)
+    assert entry["message"]["text"] == (
+        "the patch breaks existing tests in tests/test_stats.py "
+        "(preserve[tests/test_stats.py] verified: test_mean_empty regresses)"
+    )
+    results[preservation_id(group)] = result(preservation_id(group), "inconclusive", "flaky")
+    found = results_of(sarif.sarif_document(drops_review(), results, REJECT, RUN))
+    assert found[preservation_id(group)]["level"] == "warning"
+    results[preservation_id(group)] = result(preservation_id(group), "refuted")
+    assert preservation_id(group) not in results_of(
+        sarif.sarif_document(drops_review(), results, REJECT, RUN)
+    )
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "<script>alert(1)</script> breaks mean()",
+        'two lines\nof claim\r\nwith CRLF and a "quote" and a \\ backslash',
+        "unicode: ünïcødé 🐍 and a NUL-free tab\tcharacter",
+    ],
+    ids=["script", "newlines", "unicode"],
+)
+def test_untrusted_text_in_a_claim_survives_as_data(claim: str) -> None:
+    review = drops_review()
+    wrapped = replace(review.wrapped[0], finding=replace(review.wrapped[0].finding, claim=claim))
+    review = replace(review, wrapped=(wrapped, *review.wrapped[1:]))
+    document = sarif.sarif_document(review, drops_results(), REJECT, RUN)
+    assert schema_errors(document) == []
+    text = json.loads(json.dumps(document))["runs"][0]["results"][0]["message"]["text"]
+    assert text.startswith(claim + " (F1 verified: ")
+
+
+# -- locations -------------------------------------------------------------------------------
+
+BASE = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+def _patch(*hunks: str, path: str = "pkg/mod.py") -> str:
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n" + "".join(hunks)
+
+
+def _locations(patch_text: str) -> dict[str, tuple[str, int, int, int, int]]:
+    patch = parse_patch(patch_text)
+    out = {}
+    for edit in patch.edits:
+        where = sarif.locate(patch, edit.edit_id)
+        out[edit.edit_id] = (
+            where.path,
+            where.start_line,
+            where.start_column,
+            where.end_line,
+            where.end_column,
+        )
+    return out
+
+
+def test_a_region_spans_the_added_lines_in_the_patched_file() -> None:
+    text = _patch(
+        "@@ -3,3 +3,4 @@\n line 3\n-line 4\n+new four\n+new 🐍\n line 5\n",
+        "@@ -10,2 +11,3 @@\n line 10\n+x\n line 11\n",
+    )
+    patch = parse_patch(text)
+    assert [e.added_lines for e in patch.edits] == [(4, 5), (12,)]
+    # columns in UTF-16 code units: the snake is two of them
+    assert _locations(text) == {
+        "e1": ("pkg/mod.py", 4, 1, 5, len("new ") + 2 + 1),
+        "e2": ("pkg/mod.py", 12, 1, 12, 2),
+    }
+
+
+def test_a_pure_deletion_points_at_the_line_where_it_was_deleted() -> None:
+    middle = _patch("@@ -4,4 +4,2 @@\n line 4\n-line 5\n-line 6\n line 7\n")
+    at_end = _patch("@@ -18,3 +18,1 @@\n line 18\n-line 19\n-line 20\n")
+    at_start = _patch("@@ -1,3 +1,1 @@\n-line 1\n-line 2\n line 3\n")
+    everything = (
+        "diff --git a/pkg/gone.py b/pkg/gone.py\ndeleted file mode 100644\n"
+        "--- a/pkg/gone.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n"
+    )
+    assert _locations(middle)["e1"] == ("pkg/mod.py", 5, 1, 5, len("line 7") + 1)
+    assert _locations(at_end)["e1"] == ("pkg/mod.py", 18, 1, 18, len("line 18") + 1)
+    assert _locations(at_start)["e1"] == ("pkg/mod.py", 1, 1, 1, len("line 3") + 1)
+    assert _locations(everything)["e1"] == ("pkg/gone.py", 1, 1, 1, 1)
+
+
+def test_a_whole_patch_finding_is_located_at_the_first_edit() -> None:
+    patch = parse_patch((DROPS / "patch.diff").read_text())
+    first = sarif.locate(patch, patch.edits[0].edit_id)
+    assert sarif.locate(patch, "whole-patch") == first
+    assert (first.path, first.start_line, first.end_line) == ("tests/test_stats.py", 19, 22)
+
+
+def test_a_path_that_is_no_plain_uri_is_percent_encoded() -> None:
+    text = _patch("@@ -1,1 +1,1 @@\n-a\n+b\n", path="pkg/my mod#1.py")
+    review = build_review(text, [_record("e1", "claim", "static: removed-guard")])
+    document = sarif.sarif_document(review, {"F1": result("F1", "verified")}, REJECT, RUN)
+    assert region(results_of(document)["F1"])[0] == "pkg/my%20mod%231.py"
+    assert results_of(document)["F1"]["ruleId"] == "static/removed-guard"
+    assert schema_errors(document) == []
+
+
+# -- fingerprints ----------------------------------------------------------------------------
+
+
+def _record(location: str, claim: str, falsification: str) -> dict[str, Any]:
+    return {
+        "location": location,
+        "claim": claim,
+        "severity": "blocking",
+        "evidence": "e",
+        "falsification": falsification,
+        "confidence": 0.5,
+    }
+
+
+def _hash(document: Mapping[str, Any], finding_id: str = "F1") -> str:
+    value: str = results_of(document)[finding_id]["partialFingerprints"]["primaryLocationLineHash"]
+    return value
+
+
+def test_the_fingerprint_is_stable_across_runs_and_changes_with_the_claim() -> None:
+    review = drops_review()
+    one = sarif.sarif_document(review, drops_results(), REJECT, RUN)
+    other_place = replace(review, patch_path=Path("/elsewhere/entirely/patch.diff"))
+    later = RunInfo(run_id="run-two", ledger="/var/other.jsonl", started=1_800_000_000, seconds=9)
+    two = sarif.sarif_document(other_place, drops_results(), REJECT, later)
+    assert _hash(one) == _hash(two) and len(_hash(one)) == 64
+    assert _hash(one, "F4") == _hash(two, "F4")
+    assert _hash(one, "preserve[tests/test_stats.py]") == _hash(
+        two, "preserve[tests/test_stats.py]"
+    )
+    assert _hash(one, "F1") != _hash(one, "F2")  # same edit, another claim
+    changed = replace(review.wrapped[0], finding=replace(review.wrapped[0].finding, claim="x"))
+    three = sarif.sarif_document(
+        replace(review, wrapped=(changed, *review.wrapped[1:])), drops_results(), REJECT, RUN
+    )
+    assert _hash(three) != _hash(one)
+
+
+def test_the_fingerprint_follows_the_edit_content_not_its_line_numbers() -> None:
+    first = _patch("@@ -3,1 +3,1 @@\n-old\n+new\n")
+    moved = _patch("@@ -9,1 +9,1 @@\n-old\n+new\n")
+    other = _patch("@@ -3,1 +3,1 @@\n-old\n+newer\n")
+    fingerprints = [
+        sarif.fingerprint(parse_patch(text), "e1", "the claim") for text in (first, moved, other)
+    ]
+    assert fingerprints[0] == fingerprints[1] != fingerprints[2]
+
+
+# -- registries ------------------------------------------------------------------------------
+
+
+def test_a_plugins_kind_and_check_seen_in_the_review_get_rules() -> None:
+    text = _patch("@@ -1,1 +1,1 @@\n-a\n+b\n")
+    review = build_review(text, [_record("e1", "c1", "static: removed-guard")])
+    plugin_kind = RoutedFinding(
+        "F2",
+        ReviewFinding("e1", "c2", "blocking", "e", "mentions: b", 0.5),
+        Procedure(kind="mentions", args=("b",)),
+    )
+    plugin_check = RoutedFinding(
+        "F3",
+        ReviewFinding("e1", "c3", "blocking", "e", "static: todo-added", 0.5),
+        Procedure(kind="static", check="todo-added"),
+    )
+    review = replace(review, wrapped=(*review.wrapped, plugin_kind, plugin_check))
+    results = {f"F{n}": result(f"F{n}", "verified") for n in (1, 2, 3)}
+    document = sarif.sarif_document(review, results, REJECT, RUN)
+    ids = [rule["id"] for rule in document["runs"][0]["tool"]["driver"]["rules"]]
+    assert "mentions" in ids and "static/todo-added" in ids
+    assert {f: r["ruleId"] for f, r in results_of(document).items()} == {
+        "F1": "static/removed-guard",
+        "F2": "mentions",
+        "F3": "static/todo-added",
+    }
+    assert schema_errors(document) == []
+
+
+def test_the_hook_writes_the_file_only_when_asked(tmp_path: Path) -> None:
+    def config(value: str | None) -> Any:
+        return SimpleNamespace(
+            getoption=lambda dest: value if dest == "critic22_sarif" else None,
+            invocation_params=SimpleNamespace(dir=tmp_path),
+            pluginmanager=SimpleNamespace(get_plugin=lambda name: None),
+        )
+
+    args = {"review": drops_review(), "results": drops_results(), "disposition": REJECT}
+    sarif.pytest_critic22_review_finished(**args, run=RUN, config=config(None))
+    assert list(tmp_path.iterdir()) == []
+    sarif.pytest_critic22_review_finished(**args, run=RUN, config=config("out/review.sarif"))
+    written = json.loads((tmp_path / "out" / "review.sarif").read_text())
+    assert schema_errors(written) == [] and len(written["runs"][0]["results"]) == 5
+
+
+# -- every bundled sample, from its recorded expectations ------------------------------------
+
+SAMPLE_CASES = sorted(
+    (p.parent.parent.parent.name, p.parent.name)
+    for p in SAMPLES_DIR.glob("*/cases/*/expected.json")
+)
+
+
+def _recorded(sample: str, case: str) -> tuple[Review, dict[str, FindingResult], Disposition]:
+    """The review of a sample case rebuilt in process: its patch and critic output parsed as
+    the plugin does, the outcomes its expected.json records (with the reasons and trees of
+    tests/data/reports where there is a golden report)."""
+    folder = case_dir(sample, case)
+    want = expected(sample, case)
+    golden: dict[str, Any] = {}
+    if golden_path(sample, case).exists():
+        golden = json.loads(golden_path(sample, case).read_text())
+    findings = (
+        (folder / "findings.json").read_text() if (folder / "findings.json").exists() else "[]"
+    )
+    groups = {p["group"]: tuple(p["tests"]) for p in golden.get("preservation", [])}
+    review = build_review(
+        (folder / "patch.diff").read_text(),
+        findings,
+        preservation={g: groups.get(g, (g,)) for g in want["preservation"]},
+        patch_path=folder / "patch.diff",
+    )
+    assert [w.finding_id for w in review.wrapped] == list(want["findings"])
+    recorded = {f["id"]: f for f in golden.get("findings", [])}
+    wrapped = []
+    results: dict[str, FindingResult] = {}
+    for w in review.wrapped:
+        status = want["findings"][w.finding_id]
+        if status == "advisory":  # downgraded by the run's validation, which needs trees
+            w = replace(w, finding=replace(w.finding, severity="advisory"))
+        else:
+            got = recorded.get(w.finding_id, {})
+            reason = got.get("outcome", {}).get("reason", f"recorded: {status}")
+            tree = got.get("counterfactual") or f"without-{w.finding.location}"
+            results[w.finding_id] = result(w.finding_id, status, reason, tree)
+        wrapped.append(w)
+    for group, status in want["preservation"].items():
+        results[preservation_id(group)] = result(preservation_id(group), status)
+    verified = tuple(i for i, r in results.items() if r.outcome.kind == "verified")
+    disposition = Disposition(want["verdict"], verified, f"recorded verdict {want['verdict']}")
+    return replace(review, wrapped=tuple(wrapped)), results, disposition
+
+
+@pytest.mark.parametrize(("sample", "case"), SAMPLE_CASES, ids=[c for _, c in SAMPLE_CASES])
+def test_the_sarif_of_every_recorded_sample_case_validates(sample: str, case: str) -> None:
+    review, results, disposition = _recorded(sample, case)
+    document = sarif.sarif_document(review, results, disposition, RUN)
+    assert schema_errors(document) == []
+    want = expected(sample, case)
+    reported = {
+        **want["findings"],
+        **{preservation_id(g): s for g, s in want["preservation"].items()},
+    }
+    assert set(results_of(document)) == {
+        fid
+        for fid, status in reported.items()
+        if status in ("verified", "inconclusive", "advisory")
+    }
+    for entry in document["runs"][0]["results"]:
+        uri, start, _, end, _ = region(entry)
+        assert 1 <= start <= end
+        assert uri in {f.path for f in review.patch.files} | set(review.preservation)
+
+
+def test_every_sample_case_with_expectations_is_covered() -> None:
+    assert len(SAMPLE_CASES) >= 12
+    assert ("staticlab", "catalog") in SAMPLE_CASES
+
+
+# -- end to end: the plugin writes it --------------------------------------------------------
+
+E2E_CASES = [
+    ("textstats", "median-drops-guard"),
+    ("staticlab", "catalog"),
+    ("propkit", "hidden-change"),
+]
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+@pytest.mark.parametrize(("sample", "case"), E2E_CASES, ids=[c for _, c in E2E_CASES])
+def test_the_sarif_of_a_bundled_sample_run_validates_against_the_schema(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sample: str, case: str
+) -> None:
+    """The issue's end-to-end check; the first case runs as under GitHub Actions too."""
+    github = case == "median-drops-guard"
+    summary = pytester.path.parent / f"{pytester.path.name}-summary.md"  # this test's own
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    if github:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    repo = make_sample(pytester, sample)
+    want = expected(sample, case)
+    out = repo.parent / f"{repo.name}-review.sarif"
+    ran = pytester.runpytest_subprocess(
+        *case_args(sample, case),
+        f"--critic22-sarif={out}",
+        "--critic22-reruns=1",
+        *want.get("args", []),
+    )
+    assert ran.ret == want["exit"]
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert schema_errors(document) == []
+    statuses = {**want["findings"]}
+    statuses.update({preservation_id(g): s for g, s in want["preservation"].items()})
+    assert {fid: r["properties"]["outcome"] for fid, r in results_of(document).items()} == {
+        fid: s for fid, s in statuses.items() if s in ("verified", "inconclusive", "advisory")
+    }
+    assert document["runs"][0]["automationDetails"]["id"].startswith("critic22/")
+    lines = [line for line in ran.outlines if line.startswith("::")]
+    if github:
+        assert (
+            "::error file=textstats/stats.py,line=9,endLine=9,title=critic22 F1 verified::"
+            "mean() no longer raises ValueError on empty input; it returns 0.0. (F1 verified: "
+            "fails on patched (1/1 runs) and passes on the without-e2 tree)"
+        ) in lines
+        assert sum(line.startswith("::error ") for line in lines) == 3  # F1, F2, preservation
+        assert sum(line.startswith("::notice ") for line in lines) == 2  # F4, F5
+        text = summary.read_text(encoding="utf-8")
+        assert text.startswith("## critic22: REJECT\n")
+        assert f"- SARIF report (--critic22-sarif): {md(str(out))}\n" in text
+    else:
+        assert lines == [] and not summary.exists()
