@@ -164,13 +164,18 @@ def review(
     cache_dir: Path | None = None,
     system: str | None = None,
     parse: Callable[[str], ParseResult] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> CriticRun:
     """Ask the critic once (plus at most ``settings.retries`` schema re-asks).
 
     ``system`` is the prompt (default: :func:`system_prompt` of the built-in kinds);
     ``parse`` turns one raw answer into findings — the run's own parser (its router and
     validator), so each answer is parsed exactly once and ``CriticRun.parsed`` is final.
+    ``progress`` shows that a call is under way and for how long (the model's name and
+    seconds only: never a word of the packet or the answer).
     """
+    from pytest_critic22.progress import ticking
+
     if system is None:
         system = system_prompt()
     if parse is None:
@@ -182,6 +187,8 @@ def review(
     if cache_dir is not None and not settings.fresh:
         cached = _read_cache(cache_dir, key)
         if cached is not None:
+            if progress is not None:
+                progress(f"{settings.model}: the cached answer (--critic22-fresh asks again)")
             return CriticRun(cached, parse(cached), cached=True)
 
     deadline = time.monotonic() + settings.timeout
@@ -197,8 +204,11 @@ def review(
         messages = build_messages(packet, problems, system=system)
         _trace(trace_dir, f"request-{number}.json", _request_record(messages, settings))
         start = time.monotonic()
+        asking = f"asking {settings.model}" + (f" again ({number})" if number > 1 else "")
         try:
-            raw, usage = _call_with_deadline(complete, messages, remaining)
+            with ticking(progress, asking) as tick:
+                raw, usage = _call_with_deadline(complete, messages, remaining)
+                tick.outcome = "answered"
         except CriticFailure as exc:
             cause = _scrub(str(exc))
             _trace(trace_dir, f"error-{number}.txt", cause + "\n")

@@ -23,9 +23,20 @@ if TYPE_CHECKING:
     from pytest_critic22.procedures import FindingResult
     from pytest_critic22.review import Review, RoutedFinding
 
-__all__ = ["PROPERTY", "Executor", "PatchFile", "PreservationItem", "ReviewItem"]
+__all__ = [
+    "FINDING",
+    "LOCATION",
+    "OUTCOME",
+    "PROPERTY",
+    "Executor",
+    "PatchFile",
+    "PreservationItem",
+    "ReviewItem",
+]
 
 PROPERTY = "critic22"  # the user_properties key that carries a result to the controller
+# Shown by --junitxml as <property>s of the item's testcase (they travel with xdist reports).
+FINDING, OUTCOME, LOCATION = "critic22_finding", "critic22_outcome", "critic22_location"
 
 
 class Executor(Protocol):
@@ -90,6 +101,7 @@ class _GeneratedItem(pytest.Item):
         result = self.execute()
         # Carried to the controller (also from an xdist worker) through the test report.
         self.user_properties.append((PROPERTY, json.dumps(result.to_record())))
+        self.user_properties.append((OUTCOME, result.outcome.kind))
         if result.outcome.kind == "verified":
             raise VerifiedDefect(result)
         if result.outcome.kind == "inconclusive":
@@ -108,7 +120,8 @@ class ReviewItem(_GeneratedItem):
     def __init__(self, *, routed: RoutedFinding, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.routed = routed
-        self.user_properties.append(("critic22_finding", routed.finding_id))
+        self.user_properties.append((FINDING, routed.finding_id))
+        self.user_properties.append((LOCATION, routed.finding.location))
 
     def execute(self) -> FindingResult:
         return self.patch_node.executor.execute(self.routed)
@@ -136,6 +149,8 @@ class PreservationItem(_GeneratedItem):
         super().__init__(**kwargs)
         self.group = group
         self.tests = tests
+        self.user_properties.append((FINDING, preservation_id(group)))
+        self.user_properties.append((LOCATION, group))
 
     def execute(self) -> FindingResult:
         return self.patch_node.executor.execute_preservation(self.group, self.tests)

@@ -8,7 +8,7 @@ Each kind's own procedure lives in :mod:`pytest_critic22.kinds`; the decision it
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from pytest_critic22.nodeids import (
     find_nodeids,
     is_nodeid,
 )
+from pytest_critic22.progress import step
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
 from pytest_critic22.sandbox import Sandbox
 from pytest_critic22.trees import TreeSet, Variant, write_in_tree
@@ -63,6 +64,13 @@ class ExecutionContext:
     test_dir: str = ""
     scratch: Path | None = None  # the run's temporary folders, removed with its trees
     checks: Any = None  # the run's CheckRegistry (static: checks)
+    # Where the kinds say each step (see pytest_critic22.progress); None: silent.
+    progress: Callable[[str], None] | None = None
+
+    def say(self, text: str) -> None:
+        """One step of the procedure (``patched run 2/3``): OUR words and counters only,
+        never a child's output nor the critic's text."""
+        step(self.progress, text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ __all__ = [
     "Inputs",
     "Review",
     "RoutedFinding",
+    "RunInfo",
     "build_review",
     "critic_problem",
     "critic_source",
@@ -48,6 +49,18 @@ __all__ = [
     "read_inputs",
     "route_findings",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What the reports say about the run itself, beside the review."""
+
+    run_id: str
+    ledger: str  # the ledger's path
+    notes: tuple[str, ...] = ()  # the review's notes and what the run added
+    sandbox: Mapping[str, Any] = field(default_factory=dict)  # mode, isolated, warning, pass_env
+    started: float = 0.0  # time.time() at session start
+    seconds: float = 0.0  # wall time from session start to the gate
 
 
 def preservation_id(group: str) -> str:
@@ -319,6 +332,7 @@ class Services:
     checks: Any
     state_dir: Callable[[], Path]  # the run's state folder, made on first use
     make_completion: Callable[[Any], Completion]  # CriticSettings -> the model client
+    progress: Callable[[str], None] | None = None  # shows the model call under way
 
 
 def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) -> Review:
@@ -439,6 +453,7 @@ def _ask_model(
         cache_dir=state / "cache",
         system=prompt_for(svc.kinds, svc.checks),
         parse=parse,
+        progress=svc.progress,
     )
     critic: dict[str, Any] = {
         "engaged": True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from pytest_critic22.review import (
     Inputs,
     Review,
     RoutedFinding,
+    RunInfo,
     preservation_id,
     read_inputs,
     sandbox_record,
@@ -35,10 +37,13 @@ from pytest_critic22.trees import TreeSet
 from pytest_critic22.verify import Disposition
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pytest_critic22.checks import CheckRegistry
     from pytest_critic22.critic import Completion, CriticSettings
     from pytest_critic22.kinds import KindRegistry
     from pytest_critic22.procedures import ExecutionContext
+    from pytest_critic22.progress import TerminalProgress
     from pytest_critic22.sandbox import Sandbox
 
 __all__ = ["PLUGIN_KEY", "Critic22Plugin", "configure"]
@@ -84,6 +89,14 @@ def configure(config: pytest.Config) -> Critic22Plugin:
     trees = TreeSet(repo, base, ledger.run_id)
     trees.setup = tree_setup(config, sandbox, opts)
     plugin = Critic22Plugin(config, opts, inputs, ledger, trees, sandbox)
+    if workerinput is None:  # the report formats write on the controller only
+        import importlib
+
+        from pytest_critic22.formats import FORMATS
+
+        for name in FORMATS:
+            if not config.pluginmanager.has_plugin(name):
+                config.pluginmanager.register(importlib.import_module(name), name)
     if workerinput is not None and "critic22_review" in workerinput:
         plugin.review = plugin.review_from_controller(workerinput["critic22_review"])
     return plugin
@@ -118,6 +131,8 @@ class Critic22Plugin:
         self._checks: CheckRegistry | None = None
         self._context: ExecutionContext | None = None
         self._claimed = False  # this run claimed trees in the repository: cleanup owes them
+        self._started = 0.0
+        self.display: TerminalProgress | None = None  # the controller's progress line
 
     # -- registries: the built-ins plus what other plugins register ----------------------
     @property
@@ -150,11 +165,14 @@ class Critic22Plugin:
         """Before xdist starts its workers: they receive the routed findings."""
         if self.is_worker or self.review is not None:
             return
+        self._started = time.time()
         if self.config.option.collectonly:
             self.review = self._listed_only()
             return
+        from pytest_critic22.progress import controller_display, folder_of
         from pytest_critic22.review import Services, build_review
 
+        self.display = controller_display(self.config)
         services = Services(
             repo=self.repo,
             trees=self.trees,
@@ -164,6 +182,7 @@ class Critic22Plugin:
             checks=self.checks,
             state_dir=lambda: ensure_state_dir(self.opts.rootpath / STATE_DIR),
             make_completion=self._completion,
+            progress=self.display,
         )
         # From here the run owns trees in the repository: whatever happens, they go.
         self._claimed = True
@@ -173,6 +192,11 @@ class Critic22Plugin:
         except InputError as exc:
             self.cleanup()
             raise pytest.UsageError(str(exc)) from None
+        finally:
+            if self.display is not None:
+                self.display.settle()
+        if self.display is not None and self.config.pluginmanager.has_plugin("dsession"):
+            self.display.follow(folder_of(self.trees.scratch))  # what the workers say
 
     def _listed_only(self) -> Review:
         """--collect-only: no tree, no model; what can be listed without them is."""
@@ -216,6 +240,10 @@ class Critic22Plugin:
             "acceptance": review.acceptance,
             "obligation_tests": list(review.obligation_tests),
         }
+        if self.display is not None:
+            from pytest_critic22.progress import MODE_KEY
+
+            node.workerinput[MODE_KEY] = self.display.mode
         node.workerinput["critic22_sandbox"] = [
             self.sandbox.mode,
             list(self.sandbox.pass_env),
@@ -278,9 +306,9 @@ class Critic22Plugin:
 
         if routed.procedure is None:
             raise RuntimeError(f"critic22: {routed.finding_id} has no procedure to run")
-        result = self.kinds.execute(
-            routed.finding_id, routed.finding, routed.procedure, self._ctx()
-        )
+        label = f"{routed.finding_id} [{routed.finding.location}] {routed.procedure.kind}"
+        ctx = self._ctx(label)
+        result = self.kinds.execute(routed.finding_id, routed.finding, routed.procedure, ctx)
         result = scrubbed(result)
         self.ledger.append("procedure-run", result.to_record())
         return result
@@ -290,12 +318,16 @@ class Critic22Plugin:
         from pytest_critic22.procedures import scrubbed
 
         procedure = Procedure(kind="preservation", nodeids=tests)
-        result = self.kinds.execute(preservation_id(group), None, procedure, self._ctx())
+        ctx = self._ctx(preservation_id(group))
+        result = self.kinds.execute(preservation_id(group), None, procedure, ctx)
         result = scrubbed(result)
         self.ledger.append("preservation-run", result.to_record())
         return result
 
-    def _ctx(self) -> ExecutionContext:
+    def _ctx(self, label: str) -> ExecutionContext:
+        """The run's execution context, its progress lines labelled with the item's id."""
+        from pytest_critic22.progress import labelled
+
         if self._context is None:
             from pytest_critic22.procedures import ExecutionContext
 
@@ -316,8 +348,19 @@ class Critic22Plugin:
                 acceptance=review.acceptance,
                 obligation_tests=review.obligation_tests,
                 checks=self.checks,
+                progress=self._progress_sink(),
             )
-        return self._context
+        return replace(self._context, progress=labelled(self._context.progress, label))
+
+    def _progress_sink(self) -> Callable[[str], None] | None:
+        """Where this process's items say their steps: the controller's display, or (on an
+        xdist worker) a file in the run's scratch folder that the controller follows."""
+        from pytest_critic22.progress import folder_of, worker_progress
+
+        workerinput: dict[str, Any] | None = getattr(self.config, "workerinput", None)
+        if workerinput is None:
+            return self.display
+        return worker_progress(workerinput, folder_of(self.trees.scratch))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
@@ -348,36 +391,21 @@ class Critic22Plugin:
         if self.is_worker or self.review is None:
             return
         self.disposition = apply_gate(self, session, exitstatus)
-        self.config.hook.pytest_critic22_review_finished(
-            review=self.review, results=dict(self.results), config=self.config
-        )
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_critic22_review_finished(
-        self, review: Review, results: dict[str, FindingResult], config: pytest.Config
-    ) -> None:
-        """The default report: the JSON document of --critic22-report."""
-        from pytest_critic22 import report
-        from pytest_critic22.scrub import scrub
-
-        target = config.getoption("critic22_report")
-        if not target or self.disposition is None:
-            return
-        path = Path(target)
-        if not path.is_absolute():
-            path = config.invocation_params.dir / path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        document = report.json_report(
+        run = RunInfo(
             run_id=self.ledger.run_id,
-            review=review,
-            results=results,
-            disposition=self.disposition,
             ledger=str(self.ledger.path),
-            notes=self.all_notes(),
+            notes=tuple(self.all_notes()),
             sandbox=sandbox_record(self.sandbox),
+            started=self._started,
+            seconds=time.time() - self._started if self._started else 0.0,
         )
-        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-        path.write_text(scrub(text, os.environ))
+        self.config.hook.pytest_critic22_review_finished(
+            review=self.review,
+            results=dict(self.results),
+            disposition=self.disposition,
+            run=run,
+            config=self.config,
+        )
 
     def all_notes(self) -> list[str]:
         return [*(self.review.notes if self.review else ()), *self.notes]

@@ -65,6 +65,7 @@ def execute_preservation(
     except TreeError as exc:
         outcome = Outcome("inconclusive", str(exc), environment=True)
         return FindingResult(group_id, outcome, "base", logs)
+    ctx.say(f"patched run ({len(tests)} test(s))")
     first = run_tests(ctx, patched, list(tests))
     logs["patched"] = [first.to_dict()]
     if first.status == "passed":
@@ -81,6 +82,7 @@ def execute_preservation(
         return FindingResult(group_id, outcome, "base", logs)
     by_key = {junit_key(t): t for t in tests}
     failing = [by_key.get(k, k) for k, v in first.tests.items() if v in ("failed", "error")]
+    ctx.say(f"base run ({len(failing)} failing test(s))")
     on_base = run_tests(ctx, base, failing)
     logs["counterfactual"] = on_base.to_dict()
     if on_base.status == "error" and not on_base.tests:
@@ -95,7 +97,10 @@ def execute_preservation(
             "fail on the base too (pre-existing, not the patch's): " + ", ".join(pre_existing),
         )
         return FindingResult(group_id, outcome, "base", logs)
-    confirmations = [first] + [run_tests(ctx, patched, regressions) for _ in range(ctx.reruns - 1)]
+    confirmations = [first]
+    for again in range(2, ctx.reruns + 1):
+        ctx.say(f"patched run {again}/{ctx.reruns}")
+        confirmations.append(run_tests(ctx, patched, regressions))
     logs["patched"] = [r.to_dict() for r in confirmations]
     flaky = [r for r in confirmations[1:] if r.status != "failed"]
     if flaky:

@@ -95,6 +95,7 @@ def execute(
         return result("inconclusive", str(exc), True)
     script = search_script(spec.target, spec.relation, spec.inverse, spec.given, max_examples)
     targets = (spec.target, spec.inverse)
+    ctx.say(f"search on patched and {variant.name}")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [
             (k, pool.submit(_search, ctx, t, script, targets, max_examples))
@@ -186,7 +187,8 @@ def _replay(
     """The frozen example on both trees, reruns on patched: only this decides."""
     name = logs["counterfactual_tree"]
     replays: list[RunResult] = []
-    for _ in range(max(1, ctx.reruns)):
+    for attempt in range(max(1, ctx.reruns)):
+        ctx.say(f"replay on patched {attempt + 1}/{max(1, ctx.reruns)}")
         replays.append(run_tests(ctx, patched, [relative]))
         if replays[-1].status != "failed":
             break
@@ -200,9 +202,11 @@ def _replay(
         )
     on_counter = acceptance = None
     if all(r.status == "failed" for r in replays):
+        ctx.say(f"replay on {name}")
         on_counter = run_tests(ctx, counter, [relative])
         logs["counterfactual"] = on_counter.to_dict()
         if on_counter.status == "passed" and ctx.acceptance:
+            ctx.say(f"acceptance test on {name}")
             acceptance = run_tests(ctx, counter, [ctx.acceptance])
             logs["acceptance"] = acceptance.to_dict()
     outcome = decide(replays, on_counter, counterfactual_name=name, acceptance=acceptance)

@@ -161,6 +161,7 @@ def execute_static(
             logs["error"] = error
             return FindingResult(finding_id, Outcome("inconclusive", error), "base", logs)
     else:
+        ctx.say(procedure.check)
         hits = [
             f"{h.path}:{h.line}: {h.message}"
             for h in run_check(procedure.check, procedure.args, changes, sources, registry)
@@ -221,9 +222,11 @@ def _type_errors(
 
     patched_files = [c.path for c in changes if c.patched_source is not None]
     base_files = [c.path for c in changes if c.base_source is not None]
+    ctx.say(f"{TYPE_ERRORS}: mypy on patched")
     after, error = errors(patched, patched_files)
     if error:
         return [], error
+    ctx.say(f"{TYPE_ERRORS}: mypy on base")
     before, error = errors(base, base_files)
     if error:
         return [], error

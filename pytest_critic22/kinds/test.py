@@ -157,6 +157,7 @@ def execute_on_trees(
         )
     patched_runs: list[RunResult] = []
     for attempt in range(max(1, ctx.reruns)):
+        ctx.say(f"patched run {attempt + 1}/{max(1, ctx.reruns)}")
         run = run_tests(ctx, patched, args)
         patched_runs.append(run)
         if run.status != "failed" or attempt + 1 >= ctx.reruns:
@@ -179,6 +180,7 @@ def execute_on_trees(
         if not procedure.repair:  # a repair that does not apply is the critic's, not ours
             outcome = replace(outcome, environment=True)
         return FindingResult(finding_id, outcome, variant.name, logs)
+    ctx.say(f"counterfactual ({variant.name})")
     try:
         counter = run_tests(ctx, tree, prepare_args(finding_id, procedure, tree, ctx.test_dir))
     except TreeError as exc:
@@ -187,10 +189,12 @@ def execute_on_trees(
     logs["counterfactual"] = counter.to_dict()
     acceptance = None
     if ctx.acceptance and counter.status == "passed":
+        ctx.say(f"acceptance test on {variant.name}")
         acceptance = run_tests(ctx, tree, [ctx.acceptance])
         logs["acceptance"] = acceptance.to_dict()
     obligations = None
     if procedure.repair and ctx.obligation_tests and counter.status == "passed":
+        ctx.say(f"obligations on {variant.name}")
         obligations = run_tests(ctx, tree, list(ctx.obligation_tests))
         logs["obligations"] = obligations.to_dict()
         obligations = _blame_repair(ctx, obligations, patched, logs)
@@ -215,6 +219,7 @@ def _blame_repair(
     (pre-existing: a missing fixture, an uninstalled plugin), which is not the repair's."""
     if on_repair.status == "passed":
         return None
+    ctx.say("obligations on patched")
     on_patched = run_tests(ctx, patched, list(ctx.obligation_tests))
     logs["obligations_on_patched"] = on_patched.to_dict()
     if on_repair.status == "error" and not on_repair.tests:

@@ -24,6 +24,7 @@ from pytest_critic22.procedures import (
     counterfactual_variant,
     located_edits,
 )
+from pytest_critic22.progress import Counter
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
 from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome, RunResult
@@ -150,6 +151,7 @@ def execute_trace(
                         "CRITIC22_SWITCH_INTERVAL": "1e-6",
                     },
                 )
+            replayed()
             return result, out
 
         # Interleaved, so a run out of time costs both trees alike rather than starving the
@@ -159,6 +161,7 @@ def execute_trace(
             for seed in range(1, procedure.repeat + 1)
             for tree, label in ((patched, "patched"), (counter, "counterfactual"))
         ]
+        replayed = Counter(ctx.progress, "replays", len(jobs), f" on patched and {variant.name}")
         with ThreadPoolExecutor(max_workers=max(1, ctx.slots)) as pool:
             done = list(pool.map(lambda job: replay(*job), jobs))
         patched_runs = done[0::2]
