@@ -68,16 +68,20 @@ def _no_ci_environment_leaks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
-def _sigint_ignored_by_the_os() -> bool:
-    """SIGINT in this process's ignored set, as the kernel sees it (C code may set it)."""
+def _sigint_state_of_the_os() -> tuple[bool, bool]:
+    """SIGINT in this process's ignored and blocked sets, as the kernel sees them (C code and
+    other threads may change them; both survive exec into every child started later)."""
+    bit = 1 << (2 - 1)
+    found = {"SigIgn:": False, "SigBlk:": False}
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("SigIgn:"):
-                    return bool(int(line.split()[1], 16) & (1 << (2 - 1)))
+                key = line.split(":", 1)[0] + ":"
+                if key in found:
+                    found[key] = bool(int(line.split()[1], 16) & bit)
     except OSError:
         pass
-    return False
+    return found["SigIgn:"], found["SigBlk:"]
 
 
 @pytest.fixture(autouse=True)
@@ -86,9 +90,9 @@ def _sigint_stays_interruptible() -> Iterator[None]:
     ignore Ctrl-C too (an ignored signal survives exec): the test that did it fails here."""
     import signal
 
-    before = (signal.getsignal(signal.SIGINT), _sigint_ignored_by_the_os())
+    before = (signal.getsignal(signal.SIGINT), _sigint_state_of_the_os())
     yield
-    after = (signal.getsignal(signal.SIGINT), _sigint_ignored_by_the_os())
+    after = (signal.getsignal(signal.SIGINT), _sigint_state_of_the_os())
     if after != before:
         signal.signal(signal.SIGINT, before[0])
         pytest.fail(f"this test left SIGINT as {after!r} (was {before!r})")
