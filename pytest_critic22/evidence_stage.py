@@ -16,9 +16,10 @@ from pytest_critic22.nodeids import is_nodeid
 from pytest_critic22.packet import ReviewPacket
 
 if TYPE_CHECKING:
+    from pytest_critic22.diffparse import ParsedPatch
     from pytest_critic22.engage import EngageDecision
     from pytest_critic22.ledger import Ledger
-    from pytest_critic22.review import Review, Services
+    from pytest_critic22.services import Services
     from pytest_critic22.settings import ReviewOptions
 
 __all__ = ["Evidence", "decide_engage", "gather_evidence", "group_by_file", "test_dir_for"]
@@ -53,7 +54,12 @@ def test_dir_for(
 
 
 def gather_evidence(
-    opts: ReviewOptions, review: Review, svc: Services, *, with_coverage: bool
+    opts: ReviewOptions,
+    patch: ParsedPatch,
+    packet: ReviewPacket,
+    svc: Services,
+    *,
+    with_coverage: bool,
 ) -> Evidence:
     """Impact evidence and preservation obligations into the packet."""
     from pytest_critic22.evidence import changed_line_coverage, fixture_evidence, gather_impact
@@ -62,13 +68,12 @@ def gather_evidence(
     from pytest_critic22.runner import detect_pythonpath
     from pytest_critic22.trees import TreeError, Variant
 
-    packet = review.packet
     explicit = list(packet.preservation_obligations)
     try:
         base_tree = svc.trees.get(Variant.base())
-        patched_tree = svc.trees.get(Variant.patched(review.patch))
+        patched_tree = svc.trees.get(Variant.patched(patch))
         state = svc.state_dir()
-        impact = gather_impact(review.patch, base_tree, patched_tree, state / "cache" / "graph")
+        impact = gather_impact(patch, base_tree, patched_tree, state / "cache" / "graph")
     except (TreeError, GitError, OSError) as exc:
         svc.ledger.append("impact", {"error": str(exc)})
         test_dir = test_dir_for({}, opts.testpaths, svc.repo)
@@ -86,7 +91,7 @@ def gather_evidence(
     coverage_status = ""
     if with_coverage:
         _covered, uncovered, coverage_status = changed_line_coverage(
-            review.patch,
+            patch,
             patched_tree,
             tests,
             sandbox=svc.sandbox,

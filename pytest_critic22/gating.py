@@ -3,7 +3,7 @@ INCOMPLETE error item when the review could not look."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -11,12 +11,31 @@ from pytest_critic22.review import preservation_id
 from pytest_critic22.verify import Disposition, gate
 
 if TYPE_CHECKING:
-    from pytest_critic22.session import Critic22Plugin
+    from pytest_critic22.ledger import Ledger
+    from pytest_critic22.procedures import FindingResult
+    from pytest_critic22.review import Review
+    from pytest_critic22.settings import ReviewOptions
+
+
+class GatedRun(Protocol):
+    """What the gate reads of the run (the session's plugin object is one)."""
+
+    config: pytest.Config
+    opts: ReviewOptions
+    ledger: Ledger
+    review: Review | None
+    results: dict[str, FindingResult]
+    reported: set[str]
+    notes: list[str]
+
+    @property
+    def built_trees(self) -> bool: ...
+
 
 __all__ = ["apply_gate"]
 
 
-def apply_gate(plugin: Critic22Plugin, session: pytest.Session, exitstatus: int) -> Disposition:
+def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Disposition:
     review = plugin.review
     if review is None:
         raise RuntimeError("critic22: the gate ran before the review was built")

@@ -35,7 +35,7 @@ def pytest_critic22_register_procedures(registry: KindRegistry) -> None:
     """Add falsification kinds for this run: call ``registry.register(kind)``.
 
     ``registry`` is a :class:`pytest_critic22.kinds.KindRegistry` holding the built-in kinds.
-    A kind (see :class:`pytest_critic22.kinds.base.ProcedureKind`) has a ``name`` (its grammar
+    A kind (see :class:`pytest_critic22.procedures.ProcedureKind`) has a ``name`` (its grammar
     prefix), a ``grammar`` (the text the critic's prompt shows for it), ``parse(rest)``,
     ``validate(finding, procedure, scope)`` and ``execute(finding_id, finding, procedure,
     ctx)``. The router, the generated items and the prompt pick it up; nothing else changes.

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_critic22.diffparse import WHOLE_PATCH, ParsedPatch
 from pytest_critic22.kinds.base import Procedure
@@ -29,11 +29,12 @@ from pytest_critic22.trees import TreeSet, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, RunResult, import_failure
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike, NotExecutable, Scope
 
 __all__ = [
     "ExecutionContext",
     "FindingResult",
+    "ProcedureKind",
     "acceptance_test_of",
     "counterfactual_variant",
     "environment_problem",
@@ -130,7 +131,7 @@ def obligation_tests(obligations: Sequence[str]) -> tuple[str, ...]:
 
 
 def counterfactual_variant(
-    finding: ReviewFinding, procedure: Procedure, patch: ParsedPatch
+    finding: FindingLike, procedure: Procedure, patch: ParsedPatch
 ) -> Variant:
     if procedure.kind == "test" and procedure.repair:
         return Variant.repaired(patch, procedure.repair)
@@ -207,7 +208,7 @@ def junit_key(nodeid: str) -> str:
     return f"{classname}::{parts[-1]}" if len(parts) > 1 else classname
 
 
-def located_edits(finding: ReviewFinding, patch: ParsedPatch) -> list[Any]:
+def located_edits(finding: FindingLike, patch: ParsedPatch) -> list[Any]:
     if finding.location == WHOLE_PATCH:
         return list(patch.edits)
     return [patch.edit(finding.location)]
@@ -232,3 +233,34 @@ def scrubbed(result: FindingResult) -> FindingResult:
     outcome = replace(result.outcome, reason=scrub(result.outcome.reason, os.environ))
     logs = json.loads(scrub(json.dumps(result.logs), os.environ))
     return replace(result, outcome=outcome, logs=logs)
+
+
+@runtime_checkable
+class ProcedureKind(Protocol):
+    """One kind of falsification procedure.
+
+    ``name`` is its grammar prefix (lowercase letters, digits and ``-``). ``grammar`` is the
+    text the critic's prompt shows for it (indented like the built-ins'); an empty grammar
+    means the kind is not offered to the critic (``preservation``: the validator's own).
+    """
+
+    name: str
+    grammar: str
+
+    def parse(self, rest: str) -> Procedure | NotExecutable:
+        """The text after ``name:`` -> a procedure of this kind, or why it is not one."""
+        ...
+
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
+        """Why this procedure cannot run on this patch (the finding is downgraded), or None."""
+        ...
+
+    def execute(
+        self,
+        finding_id: str,
+        finding: FindingLike | None,
+        procedure: Procedure,
+        ctx: ExecutionContext,
+    ) -> FindingResult:
+        """Run it on the trees; the outcome decides (never the critic's confidence)."""
+        ...

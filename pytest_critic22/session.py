@@ -170,7 +170,8 @@ class Critic22Plugin:
             self.review = self._listed_only()
             return
         from pytest_critic22.progress import controller_display, folder_of
-        from pytest_critic22.review import Services, build_review
+        from pytest_critic22.review import build_review
+        from pytest_critic22.services import Services
 
         self.display = controller_display(self.config)
         services = Services(
@@ -200,7 +201,7 @@ class Critic22Plugin:
 
     def _listed_only(self) -> Review:
         """--collect-only: no tree, no model; what can be listed without them is."""
-        from pytest_critic22.review import list_review
+        from pytest_critic22.listing import list_review
 
         try:
             return list_review(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest_critic22
 
 PACKAGE = Path(pytest_critic22.__file__).parent
-MAX_LINES = 520  # "no module much over 500 lines"
+MAX_LINES = 500
 
 
 def _module_name(path: Path) -> str:
@@ -35,12 +35,13 @@ def _type_checking_only(tree: ast.Module) -> set[int]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the package modules it imports at run time (function-local imports too)."""
+    """module -> the package modules it imports (function-local and TYPE_CHECKING ones too:
+    a circle of annotations is a circle of knowledge, and one lazy import away from a real one)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_checking_only(tree)
+        skip: set[int] = set()
         is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
             if getattr(node, "lineno", None) in skip:

@@ -18,18 +18,17 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, ProcedureKind, Route, Scope
+from pytest_critic22.kinds.base import NotExecutable, Procedure, Route, Scope
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
-    from pytest_critic22.procedures import ExecutionContext, FindingResult
+    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.procedures import ExecutionContext, FindingResult, ProcedureKind
 
 __all__ = [
     "BUILTIN",
     "KindRegistry",
     "NotExecutable",
     "Procedure",
-    "ProcedureKind",
     "Route",
     "Scope",
     "builtin_kinds",
@@ -105,7 +104,7 @@ class KindRegistry:
             return Route(None, parsed.reason)
         return Route(parsed)
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         kind = self._kinds.get(procedure.kind)
         if kind is None:
             return f"{procedure.kind}: no such procedure kind in this run"
@@ -117,7 +116,7 @@ class KindRegistry:
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:

@@ -7,21 +7,21 @@ the grammar section of the critic's prompt are all derived from the registered k
 (:mod:`pytest_critic22.kinds`); a plugin adds a kind with the
 ``pytest_critic22_register_procedures`` hook.
 
-This module holds data types only; it imports nothing that runs anything.
+This module holds data types only and imports nothing of the package at run time; the
+kinds' own contract, :class:`pytest_critic22.procedures.ProcedureKind`, sits with the
+execution types it names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pytest_critic22.diffparse import ParsedPatch
-    from pytest_critic22.finding import ReviewFinding
-    from pytest_critic22.procedures import ExecutionContext, FindingResult
     from pytest_critic22.trees import TreeSet
 
-__all__ = ["NotExecutable", "Procedure", "ProcedureKind", "Route", "Scope"]
+__all__ = ["FindingLike", "NotExecutable", "Procedure", "Route", "Scope"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,32 +90,17 @@ class Scope:
     checks: Any = None  # the run's CheckRegistry (static: checks)
 
 
-@runtime_checkable
-class ProcedureKind(Protocol):
-    """One kind of falsification procedure.
+class FindingLike(Protocol):
+    """What a kind reads of a finding (``pytest_critic22.finding.FindingLike`` is one)."""
 
-    ``name`` is its grammar prefix (lowercase letters, digits and ``-``). ``grammar`` is the
-    text the critic's prompt shows for it (indented like the built-ins'); an empty grammar
-    means the kind is not offered to the critic (``preservation``: the validator's own).
-    """
+    @property
+    def location(self) -> str: ...
 
-    name: str
-    grammar: str
+    @property
+    def claim(self) -> str: ...
 
-    def parse(self, rest: str) -> Procedure | NotExecutable:
-        """The text after ``name:`` -> a procedure of this kind, or why it is not one."""
-        ...
+    @property
+    def severity(self) -> str: ...
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
-        """Why this procedure cannot run on this patch (the finding is downgraded), or None."""
-        ...
-
-    def execute(
-        self,
-        finding_id: str,
-        finding: ReviewFinding | None,
-        procedure: Procedure,
-        ctx: ExecutionContext,
-    ) -> FindingResult:
-        """Run it on the trees; the outcome decides (never the critic's confidence)."""
-        ...
+    @property
+    def falsification(self) -> str: ...

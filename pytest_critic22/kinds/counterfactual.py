@@ -16,7 +16,7 @@ from pytest_critic22.nodeids import check_in_tree, check_nodeid, split_nodeids
 from pytest_critic22.trees import TreeError, Variant
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
     from pytest_critic22.procedures import ExecutionContext, FindingResult
 
 __all__ = ["KIND", "CounterfactualKind", "nodeids_in_tree"]
@@ -41,13 +41,13 @@ class CounterfactualKind:
                 return NotExecutable(f"counterfactual: {problem}", "counterfactual")
         return Procedure(kind="counterfactual", nodeids=nodeids)
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return nodeids_in_tree(procedure, scope)
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:

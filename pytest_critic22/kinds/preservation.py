@@ -22,7 +22,7 @@ from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
 
 __all__ = ["KIND", "PreservationKind"]
 
@@ -34,13 +34,13 @@ class PreservationKind:
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return NotExecutable("preservation: is the validator's procedure, not the critic's")
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return None
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:

@@ -36,7 +36,7 @@ from pytest_critic22.kinds.property_script import (
 from pytest_critic22.trees import TreeError, Variant
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
     from pytest_critic22.procedures import ExecutionContext, FindingResult
 
 __all__ = [
@@ -296,13 +296,13 @@ class PropertyKind:
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return parse(rest)
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return validate(procedure, scope)
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:

@@ -18,7 +18,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_critic22.kinds.base import NotExecutable, Procedure
 from pytest_critic22.kinds.property_script import (
@@ -44,8 +44,27 @@ from pytest_critic22.trees import TreeError, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, OutcomeKind, RunResult, decide
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
-    from pytest_critic22.kinds.property import Spec
+    from pytest_critic22.kinds.base import FindingLike
+
+
+class Spec(Protocol):
+    """What a run reads of a ``property:`` spec (``kinds.property.Spec`` is one)."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def relation(self) -> str: ...
+
+    @property
+    def inverse(self) -> str: ...
+
+    @property
+    def given(self) -> tuple[tuple[str, str], ...]: ...
+
+    @property
+    def relation_text(self) -> str: ...
+
 
 __all__ = ["Example", "SearchError", "execute", "read_search"]
 
@@ -70,7 +89,7 @@ class SearchError(Exception):
 
 def execute(
     finding_id: str,
-    finding: ReviewFinding,
+    finding: FindingLike,
     procedure: Procedure,
     spec: Spec | NotExecutable,
     ctx: ExecutionContext,

@@ -27,7 +27,7 @@ from pytest_critic22.verify import Outcome
 
 if TYPE_CHECKING:
     from pytest_critic22.diffparse import ParsedPatch
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
 
 __all__ = ["KIND", "TYPE_ERRORS", "StaticKind", "check_lines"]
 
@@ -65,13 +65,13 @@ class StaticKind:
             return NotExecutable("static: names no check", "static")
         return Procedure(kind="static", check=words[0], args=tuple(words[1:]))
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return static_reason(finding, procedure, scope.patch, scope.trees, scope.checks)
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:
@@ -83,7 +83,7 @@ KIND = StaticKind()
 
 
 def static_inputs(
-    finding: ReviewFinding, patch: ParsedPatch, base: Path, patched: Path
+    finding: FindingLike, patch: ParsedPatch, base: Path, patched: Path
 ) -> tuple[list[Any], dict[str, str]]:
     """The located edit(s) as FileChanges, and every Python source of the patched tree."""
     from pytest_critic22.checks import FileChange
@@ -115,7 +115,7 @@ def static_inputs(
 
 
 def static_reason(
-    finding: ReviewFinding, procedure: Procedure, patch: ParsedPatch, trees: TreeSet, registry: Any
+    finding: FindingLike, procedure: Procedure, patch: ParsedPatch, trees: TreeSet, registry: Any
 ) -> str | None:
     """Why a ``static:`` procedure cannot run on this patch (None: it can)."""
     from pytest_critic22.checks import not_executable_reason
@@ -141,7 +141,7 @@ def static_reason(
 
 def execute_static(
     finding_id: str,
-    finding: ReviewFinding,
+    finding: FindingLike,
     procedure: Procedure,
     ctx: ExecutionContext,
     registry: Any,

@@ -30,7 +30,7 @@ from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
 
 if TYPE_CHECKING:
     from pytest_critic22.diffparse import ParsedPatch
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
 
 __all__ = ["KIND", "TestKind", "execute_on_trees"]
 
@@ -63,13 +63,13 @@ class TestKind:
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return _parse_test(rest)
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return None
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:
@@ -133,7 +133,7 @@ def dedent_source(source: str) -> str:
 
 
 def execute_on_trees(
-    finding_id: str, finding: ReviewFinding, procedure: Procedure, ctx: ExecutionContext
+    finding_id: str, finding: FindingLike, procedure: Procedure, ctx: ExecutionContext
 ) -> FindingResult:
     """Run the procedure on ``patched`` and on its counterfactual; return the outcome."""
     variant = counterfactual_variant(finding, procedure, ctx.patch)

@@ -30,7 +30,7 @@ from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome, RunResult
 
 if TYPE_CHECKING:
-    from pytest_critic22.finding import ReviewFinding
+    from pytest_critic22.kinds.base import FindingLike
 
 __all__ = ["KIND", "TraceKind"]
 
@@ -52,13 +52,13 @@ class TraceKind:
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return _parse_trace(rest)
 
-    def validate(self, finding: ReviewFinding, procedure: Procedure, scope: Scope) -> str | None:
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return nodeids_in_tree(procedure, scope)
 
     def execute(
         self,
         finding_id: str,
-        finding: ReviewFinding | None,
+        finding: FindingLike | None,
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:
@@ -94,7 +94,7 @@ def _parse_trace(rest: str) -> Procedure | NotExecutable:
 
 
 def execute_trace(
-    finding_id: str, finding: ReviewFinding, procedure: Procedure, ctx: ExecutionContext
+    finding_id: str, finding: FindingLike, procedure: Procedure, ctx: ExecutionContext
 ) -> FindingResult:
     """Replays on patched and on the counterfactual, in parallel within the CPU cap, with a
     tiny switch interval and a different hash seed per run, all within the procedure timeout.
