@@ -310,6 +310,7 @@ def review(
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
     python: str = sys.executable,
+    die_with_parent: bool = False,
 ) -> ReviewReport:
     """Review ``patch`` against the git repository ``repo`` with the plugin; return its report.
 
@@ -335,7 +336,9 @@ def review(
     (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). The report is written
     to ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
     returned either way). Nothing is written into ``repo`` but the plugin's own
-    ``.critic22/`` state folder.
+    ``.critic22/`` state folder. ``die_with_parent`` (Linux): the child is killed when this
+    process dies, even by SIGKILL (the review loop: a resumed loop must not race an orphan;
+    what the orphan left is pruned by the next run as a crashed run's).
     """
     repo = Path(repo).resolve()
     with tempfile.TemporaryDirectory(prefix="critic22-api-") as scratch:
@@ -377,7 +380,7 @@ def review(
             extra_args=extra_args,
             python=python,
         )
-        code, output, seconds = _run(command, repo, timeout, env)
+        code, output, seconds = _run(command, repo, timeout, env, die_with_parent)
         report, error = _read_report(target)
         if code is None:
             error = f"the review timed out after {timeout:g}s"
@@ -418,7 +421,11 @@ def _read_report(path: Path) -> tuple[dict[str, Any] | None, str]:
 
 
 def _run(
-    command: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None
+    command: Sequence[str],
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None,
+    die_with_parent: bool = False,
 ) -> tuple[int | None, str, float]:
     """Run in its own process group: (exit status or None on timeout, output tail, seconds).
 
@@ -434,6 +441,7 @@ def _run(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=_die_with_parent if die_with_parent else None,
     )
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -444,6 +452,14 @@ def _run(
         _stop(proc)
         raise
     return proc.returncode, tail_text(out), time.monotonic() - start
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

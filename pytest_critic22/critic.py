@@ -33,6 +33,7 @@ __all__ = [
     "CriticFailure",
     "CriticRun",
     "CriticSettings",
+    "ask_once",
     "build_messages",
     "litellm_completion",
     "review",
@@ -131,7 +132,11 @@ def system_prompt(grammar: str | None = None) -> str:
 
 
 def build_messages(
-    packet: ReviewPacket, problems: Sequence[str] = (), *, system: str | None = None
+    packet: ReviewPacket,
+    problems: Sequence[str] = (),
+    *,
+    system: str | None = None,
+    appendix: str = "",
 ) -> list[dict[str, str]]:
     """A fresh context: the system prompt and the blinded packet, nothing else.
 
@@ -144,6 +149,9 @@ def build_messages(
         + packet.canonical_json()
         + f"\n\nValid locations: {locations}.\nAnswer with JSON only."
     )
+    if appendix:
+        # critic22 loop: the critic's own executed record, and (nightmare) whole modules.
+        user += "\n\n" + appendix
     if problems:
         user += (
             "\n\nA previous answer to this packet broke the output schema; avoid these "
@@ -165,6 +173,7 @@ def review(
     system: str | None = None,
     parse: Callable[[str], ParseResult] | None = None,
     progress: Callable[[str], None] | None = None,
+    appendix: str = "",
 ) -> CriticRun:
     """Ask the critic once (plus at most ``settings.retries`` schema re-asks).
 
@@ -183,7 +192,7 @@ def review(
         def parse(raw: str) -> ParseResult:
             return parse_findings(raw, edit_ids, max_findings=max_findings)
 
-    key = cache_key(packet, settings, system)
+    key = cache_key(packet, settings, system + appendix)
     if cache_dir is not None and not settings.fresh:
         cached = _read_cache(cache_dir, key)
         if cached is not None:
@@ -201,7 +210,7 @@ def review(
             if not attempts:
                 return CriticRun(None, None, (), f"timeout: no time left of {settings.timeout:g}s")
             break
-        messages = build_messages(packet, problems, system=system)
+        messages = build_messages(packet, problems, system=system, appendix=appendix)
         _trace(trace_dir, f"request-{number}.json", _request_record(messages, settings))
         start = time.monotonic()
         asking = f"asking {settings.model}" + (f" again ({number})" if number > 1 else "")
@@ -392,3 +401,25 @@ def litellm_completion(settings: CriticSettings) -> Completion:
 
 
 CompletionFactory = Callable[[CriticSettings], Completion]
+
+
+def ask_once(
+    messages: Sequence[Mapping[str, str]],
+    settings: CriticSettings,
+    complete: Completion,
+    *,
+    trace_dir: Path | None,
+    name: str,
+) -> tuple[str | None, str]:
+    """One more request of the review loop (a debate turn, a fixer's diff): ``(raw, "")``
+    or ``(None, why)``. The request and the answer are traced as ``NAME.request.json`` and
+    ``NAME.response.txt``; nothing here decides anything — the loop executes what it gets."""
+    _trace(trace_dir, f"{name}.request.json", _request_record(list(messages), settings))
+    try:
+        raw, _usage = _call_with_deadline(complete, list(messages), settings.timeout)
+    except CriticFailure as exc:
+        cause = _scrub(str(exc))
+        _trace(trace_dir, f"{name}.error.txt", cause + "\n")
+        return None, cause
+    _trace(trace_dir, f"{name}.response.txt", raw)
+    return raw, ""

@@ -27,6 +27,7 @@ __all__ = [
     "Rejected",
     "ReviewFinding",
     "extract_records",
+    "memory_update_of",
     "parse_findings",
 ]
 
@@ -161,6 +162,23 @@ def extract_records(raw: str) -> tuple[list[Any] | None, str]:
 
 
 _NOTHING = object()
+
+
+def memory_update_of(raw: str) -> str:
+    """The critic's ``memory_update`` when it answered ``{"findings": [...], "memory_update":
+    "..."}`` (critic22 loop copies it verbatim into its memory file); "" otherwise. It is a
+    record, never read as a verdict."""
+    value = _loads_lenient(raw)
+    if isinstance(value, dict):
+        update = value.get("memory_update")
+        if isinstance(update, str):
+            return update
+    return ""
+
+
+def loads_lenient(text: str) -> Any:
+    """JSON in a model's answer, prose or fences around it allowed (:data:`_NOTHING` if none)."""
+    return _loads_lenient(text)
 
 
 def _loads_lenient(text: str) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["GitError", "commit_all", "git", "git_env", "head_commit", "init_repo", "toplevel"]
@@ -60,7 +60,9 @@ def git(
     input: str | None = None,
     check: bool = True,
     timeout: float = 120,
+    extra_env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run git with a clean environment; ``extra_env`` adds to it (a private index file)."""
     command = ["git"]
     for override in _OVERRIDES:
         command += ["-c", override]
@@ -71,7 +73,7 @@ def git(
         cwd=cwd,
         input=None if input is None else input.encode("utf-8", "surrogateescape"),
         capture_output=True,
-        env=git_env(),
+        env={**git_env(), **(extra_env or {})},
         timeout=timeout,
         check=False,
     )

@@ -8,17 +8,21 @@ the plugin turns it into ``pytest.UsageError``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "InputError",
+    "ScarEntry",
     "check_outputs",
     "decode_utf8",
     "read_obligations",
     "read_patch",
     "read_request",
+    "read_scar",
     "read_text_or_file",
 ]
 
@@ -99,6 +103,50 @@ def read_request(value: str | None, base: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise InputError(f"--critic22-request: {value} must hold a JSON object")
     return data
+
+
+@dataclass(frozen=True, slots=True)
+class ScarEntry:
+    """A falsification test verified in an earlier round of the review loop."""
+
+    id: str  # where it came from, e.g. R1-F1
+    claim: str
+    test: str  # the test's Python source
+
+
+_SCAR_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+
+
+def read_scar(value: str | None, base: Path) -> tuple[ScarEntry, ...]:
+    """``--critic22-scar=FILE``: a JSON list of ``{"id", "claim", "test"}`` objects."""
+    if value is None:
+        return ()
+    option = "--critic22-scar"
+    path = _resolve(value, base)
+    if not path.is_file():
+        raise InputError(f"{option}: file not found: {value}")
+    try:
+        data = json.loads(_read(path, option))
+    except ValueError as exc:
+        raise InputError(f"{option}: {value}: not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise InputError(f"{option}: {value}: expected a JSON list of objects")
+    from pytest_critic22.kinds.base import NotExecutable
+    from pytest_critic22.kinds.test import KIND as TEST
+
+    out: list[ScarEntry] = []
+    for number, item in enumerate(data, 1):
+        if not isinstance(item, dict) or not all(
+            isinstance(item.get(k), str) for k in ("id", "claim", "test")
+        ):
+            raise InputError(f"{option}: {value}: entry {number} needs string id, claim and test")
+        if not _SCAR_ID.match(item["id"]):
+            raise InputError(f"{option}: {value}: entry {number}: id {item['id']!r} is not a name")
+        parsed = TEST.parse(item["test"])
+        if isinstance(parsed, NotExecutable):
+            raise InputError(f"{option}: {value}: entry {number}: {parsed.reason}")
+        out.append(ScarEntry(item["id"], item["claim"], parsed.source))
+    return tuple(out)
 
 
 def _resolve(value: str, base: Path) -> Path:

@@ -84,6 +84,30 @@ def _add_inputs(group: pytest.OptionGroup) -> None:
         "[...]}) instead of calling a model",
     )
     group.addoption(
+        "--critic22-reviewer-memory",
+        dest="critic22_reviewer_memory",
+        metavar="FILE",
+        default=None,
+        help="a file of executed facts from the critic's own earlier rounds, shown to the critic "
+        "under 'Your Reviewer Memory' (written by critic22 loop)",
+    )
+    group.addoption(
+        "--critic22-full-source",
+        dest="critic22_full_source",
+        action="store_true",
+        default=False,
+        help="show the critic the full source of the touched Python modules (patched tree), "
+        "not only the hunks (critic22 loop --difficulty nightmare)",
+    )
+    group.addoption(
+        "--critic22-scar",
+        dest="critic22_scar",
+        metavar="FILE",
+        default=None,
+        help="a JSON file of falsification tests verified in earlier rounds (critic22 loop): "
+        "each must pass on this candidate; one that fails again is a verified defect",
+    )
+    group.addoption(
         "--critic22-report",
         dest="critic22_report",
         metavar="FILE",

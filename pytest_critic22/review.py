@@ -19,9 +19,11 @@ from pytest_critic22.finding import ParseResult, ReviewFinding, parse_findings
 from pytest_critic22.gitio import git
 from pytest_critic22.inputs import (
     InputError,
+    ScarEntry,
     read_obligations,
     read_patch,
     read_request,
+    read_scar,
     read_text_or_file,
 )
 from pytest_critic22.kinds.base import Procedure, Scope
@@ -74,6 +76,8 @@ class Inputs:
     patch: ParsedPatch
     packet: ReviewPacket
     stripped: StripReport
+    scar: tuple[ScarEntry, ...] = ()  # critic22 loop: tests verified in earlier rounds
+    memory: str = ""  # critic22 loop: executed facts of the critic's earlier rounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +171,12 @@ def read_inputs(opts: ReviewOptions) -> Inputs:
         obligations=read_obligations(opts.obligations, where),
         request=read_request(opts.request, where),
     )
-    return Inputs(patch_path, patch, packet, stripped)
+    memory = ""
+    if opts.reviewer_memory:
+        option = "--critic22-reviewer-memory"
+        memory = read_text_or_file("@" + opts.reviewer_memory, option, where) or ""
+    scar = read_scar(opts.scar, where)
+    return Inputs(patch_path, patch, packet, stripped, scar, memory or "")
 
 
 def check_user_nodeids(opts: ReviewOptions, inputs: Inputs, repo: Path, base: str) -> None:
@@ -302,7 +311,8 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
         engage = decision.to_dict()
         if not decision.engage:
             source, why = "declined", decision.reason
-    review = _ask_and_route(opts, review, svc, source, why)
+    review = _ask_and_route(opts, review, svc, source, why, inputs)
+    review = replace(review, wrapped=review.wrapped + scar_findings(inputs.scar))
     from pytest_critic22.procedures import acceptance_test_of, obligation_tests
 
     review = replace(
@@ -321,7 +331,7 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
 
 
 def _ask_and_route(
-    opts: ReviewOptions, review: Review, svc: Services, source: str, why: str
+    opts: ReviewOptions, review: Review, svc: Services, source: str, why: str, inputs: Inputs
 ) -> Review:
     """At most one critic per run; its answer parsed exactly once, each finding routed once."""
     scope = Scope(review.patch, svc.trees, svc.checks)
@@ -345,15 +355,29 @@ def _ask_and_route(
     elif source == "replay":
         findings_file = opts.findings_file or ""
         raw = read_text_or_file("@" + findings_file, "--critic22-findings", opts.invocation_dir)
-        critic = {"engaged": True, "source": "replay", "file": findings_file}
+        critic = {"engaged": True, "source": "replay", "file": findings_file, "raw_answer": raw}
         parsed = parse(raw or "")
     else:
-        critic, parsed = _ask_model(opts, review, svc, parse)
+        from pytest_critic22.appendix import critic_appendix
+
+        appendix = critic_appendix(inputs.memory, opts.full_source, inputs.patch, svc.trees)
+        critic, parsed = _ask_model(opts, review, svc, parse, appendix)
+    if source in ("replay", "model") and critic.get("raw_answer") is not None:
+        from pytest_critic22.finding import memory_update_of
+
+        update = memory_update_of(str(critic.pop("raw_answer")))
+        if update:
+            critic["memory_update"] = update
+    critic.pop("raw_answer", None)
     return replace(review, findings=parsed, wrapped=route_findings(parsed), critic=critic)
 
 
 def _ask_model(
-    opts: ReviewOptions, review: Review, svc: Services, parse: Callable[[str], ParseResult]
+    opts: ReviewOptions,
+    review: Review,
+    svc: Services,
+    parse: Callable[[str], ParseResult],
+    appendix: str = "",
 ) -> tuple[dict[str, Any], ParseResult]:
     from pytest_critic22.critic import review as ask
 
@@ -371,6 +395,7 @@ def _ask_model(
         system=prompt_for(svc.kinds, svc.checks),
         parse=parse,
         progress=svc.progress,
+        appendix=appendix,
     )
     critic: dict[str, Any] = {
         "engaged": True,
@@ -379,11 +404,35 @@ def _ask_model(
         "traces": str(traces),
         **run.summary(),
     }
+    if run.raw is not None:
+        # The chosen answer, verbatim, for whoever audits the round (critic22 loop).
+        traces.mkdir(parents=True, exist_ok=True)
+        (traces / "answer.txt").write_text(run.raw, encoding="utf-8")
+        critic["answer"] = str(traces / "answer.txt")
+        critic["raw_answer"] = run.raw
     if run.failure or run.raw is None or run.parsed is None:
         critic["absent"] = True
         critic["reason"] = run.failure
         return critic, parse("[]")
     return critic, run.parsed
+
+
+def scar_findings(entries: tuple[ScarEntry, ...]) -> tuple[RoutedFinding, ...]:
+    """Tests verified in earlier rounds of the loop, as blocking items ``S1``, ``S2``, ...:
+    never shown to the critic, run on this candidate whatever the critic says."""
+    out = []
+    for number, entry in enumerate(entries, 1):
+        finding = ReviewFinding(
+            location="whole-patch",
+            claim=f"scar tissue of {entry.id}: {entry.claim}",
+            severity="blocking",
+            evidence=f"verified by execution in an earlier round ({entry.id}); it must stay fixed",
+            falsification="scar:\n" + entry.test,
+            confidence=0.0,
+        )
+        procedure = Procedure(kind="scar", source=entry.test)
+        out.append(RoutedFinding(f"S{number}", finding, procedure))
+    return tuple(out)
 
 
 def prompt_for(kinds: KindRegistry, checks: Any) -> str:

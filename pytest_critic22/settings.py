@@ -58,6 +58,9 @@ class ReviewOptions:
     thresholds: tuple[tuple[str, int], ...] = ()
     only: bool = False
     allow_incomplete: bool = False
+    reviewer_memory: str | None = None  # a file (critic22 loop)
+    full_source: bool = False
+    scar: str | None = None  # a file (critic22 loop)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ReviewOptions:
@@ -96,6 +99,9 @@ class ReviewOptions:
             thresholds=tuple(limits.items()),
             only=option("critic22_only"),
             allow_incomplete=option("critic22_allow_incomplete"),
+            reviewer_memory=option("critic22_reviewer_memory"),
+            full_source=option("critic22_full_source"),
+            scar=option("critic22_scar"),
         )
 
     def critic_settings(self) -> CriticSettings:

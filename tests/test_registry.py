@@ -47,6 +47,7 @@ def test_the_router_and_the_prompt_come_from_the_registry() -> None:
         "trace",
         "property",
         "preservation",
+        "scar",
     ]
     assert [k.name for k in registry.offered()] == [
         "test",
@@ -60,6 +61,7 @@ def test_the_router_and_the_prompt_come_from_the_registry() -> None:
     assert registry.route("ODD : y").procedure == Procedure(kind="odd", args=("y",))
     assert "odd:" in registry.route("nope: z").reason  # the reason lists every prefix
     assert registry.route("preservation: tests/t.py").procedure is None  # not the critic's
+    assert registry.route("scar:\ndef test_x():\n    pass\n").procedure is None  # the loop's
     grammar = registry.grammar(REGISTRY)
     assert "  odd:             TEXT" in grammar and "removed-guard:" in grammar
     assert "{checks}" not in system_prompt(grammar) and "odd:" in system_prompt(grammar)

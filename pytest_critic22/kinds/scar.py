@@ -1,0 +1,85 @@
+"""``scar`` — scar tissue of the review loop, offered to no critic.
+
+A falsification test that was verified in an earlier round of ``critic22 loop`` is re-run on
+every later candidate as a preservation obligation: it must pass now. One that fails again,
+consistently, is a verified defect (the fix brought it back) — with the critic silent. The
+base is not consulted: the earlier round already showed, by execution, that the test's
+failure was the patch's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.procedures import (
+    ExecutionContext,
+    FindingResult,
+    environment_problem,
+    prepare_args,
+    run_tests,
+)
+from pytest_critic22.trees import TreeError, Variant
+from pytest_critic22.verify import Outcome, RunResult, confirm_failure
+
+if TYPE_CHECKING:
+    from pytest_critic22.kinds.base import FindingLike
+
+__all__ = ["KIND", "ScarKind"]
+
+
+class ScarKind:
+    name = "scar"
+    grammar = ""  # the loop's, not the critic's
+
+    def parse(self, rest: str) -> Procedure | NotExecutable:
+        return NotExecutable("scar: is the review loop's procedure, not the critic's")
+
+    def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
+        return None
+
+    def execute(
+        self,
+        finding_id: str,
+        finding: FindingLike | None,
+        procedure: Procedure,
+        ctx: ExecutionContext,
+    ) -> FindingResult:
+        return execute_scar(finding_id, procedure, ctx)
+
+
+KIND = ScarKind()
+
+
+def execute_scar(finding_id: str, procedure: Procedure, ctx: ExecutionContext) -> FindingResult:
+    logs: dict[str, object] = {"procedure": "scar"}
+    try:
+        patched = ctx.trees.get(Variant.patched(ctx.patch))
+        args = prepare_args(finding_id, replace(procedure, kind="test"), patched, ctx.test_dir)
+    except TreeError as exc:
+        outcome = Outcome("inconclusive", f"the candidate's tree: {exc}", environment=True)
+        return FindingResult(finding_id, outcome, "none", logs)
+    runs: list[RunResult] = []
+    for attempt in range(max(1, ctx.reruns)):
+        ctx.say(f"candidate run {attempt + 1}/{max(1, ctx.reruns)}")
+        run = run_tests(ctx, patched, args)
+        runs.append(run)
+        if run.status != "failed":
+            break
+    logs["patched"] = [r.to_dict() for r in runs]
+    early = confirm_failure(runs)
+    if early is not None:
+        if early.kind == "refuted":
+            early = Outcome("refuted", "passes on this candidate: the earlier defect stays fixed")
+        elif runs[0].status == "error":
+            blind = environment_problem(runs[0], patched, runs[0].status)
+            if blind:
+                early = Outcome("inconclusive", f"on the candidate: {blind}", environment=True)
+        return FindingResult(finding_id, early, "none", logs)
+    outcome = Outcome(
+        "verified",
+        f"a defect verified in an earlier round is back: its test fails on this candidate "
+        f"({len(runs)}/{len(runs)} runs)",
+    )
+    return FindingResult(finding_id, outcome, "none", logs)
