@@ -11,11 +11,15 @@ from typing import Any
 __version__ = "0.1.0"
 __all__ = [
     "FindingOutcome",
+    "LoopError",
+    "LoopOptions",
+    "LoopResult",
     "PreservationOutcome",
     "ReviewCounts",
     "ReviewReport",
     "ReviewRun",
     "__version__",
+    "loop",
     "review",
 ]
 
@@ -25,10 +29,18 @@ _API = frozenset(
 )
 
 
+#: The review loop (``pytest_critic22.loop``), loaded on first use.
+_LOOP = frozenset(("loop", "LoopResult", "LoopOptions", "LoopError"))
+
+
 def __getattr__(name: str) -> Any:
     # The harness API (``pytest_critic22.review``) without paying for it at plugin load.
     if name in _API:
         from pytest_critic22 import api
 
         return getattr(api, name)
+    if name in _LOOP:
+        from pytest_critic22.reviewloop import driver
+
+        return getattr(driver, name)
     raise AttributeError(f"module 'pytest_critic22' has no attribute {name!r}")

@@ -29,6 +29,7 @@ pytest --critic22=PATCH (see pytest --help).
 commands:
   demo   review a bundled sample patch with its recorded critic output (no model)
   ab     measure the critic against its own absence on a labelled patch population
+  loop   review -> fix -> re-review a patch until execution acquits it
 
 Run critic22 COMMAND -h for a command's options.
 """
@@ -113,6 +114,7 @@ def build_parser(cases: dict[str, list[str]] | None = None) -> argparse.Argument
     )
     # ab parses its own arguments (critic22 ab -h); it is here to be a valid choice.
     sub.add_parser("ab", prog="critic22 ab", add_help=False)
+    sub.add_parser("loop", prog="critic22 loop", add_help=False)
     demo.add_argument(
         "--sample",
         default=DEMO_SAMPLE,
@@ -135,6 +137,10 @@ def build_parser(cases: dict[str, list[str]] | None = None) -> argparse.Argument
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["loop"]:
+        from pytest_critic22.reviewloop.cli import main as loop_main
+
+        return loop_main(words[1:])
     if words[:1] == ["ab"]:
         # The A/B driver parses its own arguments (critic22 ab -h).
         from pytest_critic22.ab import main as ab_main

@@ -1,0 +1,123 @@
+"""``critic22 loop PATCH``: the review loop's command line.
+
+Exit status: 0 acquitted (execution found nothing blocking), 1 not acquitted (a verified
+defect without a verified fix, max rounds reached, or stopped at the checkpoint), 3 blocked
+(a review could not do what was asked: never read as "nothing found"), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+DESCRIPTION = """\
+Review PATCH with the plugin's own pipeline, fix what execution verifies, and review again,
+until a round acquits (score >= 6 and verdict ready or almost, both from execution) or
+--max-rounds is reached. State, logs and final.diff are written to .critic22/review-stage/;
+an interrupted loop resumes where it stopped when run again within 24 hours.
+
+Any other --critic22-... option (spec, obligations, reruns, ...) is passed to every review.
+"""
+
+_REFUSED = ("--critic22=", "--critic22-report", "--critic22-only")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="critic22 loop",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("patch", metavar="PATCH", help="the candidate patch (a unified diff)")
+    parser.add_argument("--max-rounds", type=int, default=4, metavar="N", help="default 4")
+    parser.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="after each round, show the score and the fixes and read one reply from the "
+        "terminal: go | skip N[,M] | stop | apply FILE.diff",
+    )
+    parser.add_argument(
+        "--difficulty",
+        choices=("medium", "hard", "nightmare"),
+        default="medium",
+        help="medium: the critic with its memory; hard: plus a debate turn on findings "
+        "execution did not verify; nightmare: plus an independent second critic that reads "
+        "the touched modules in full",
+    )
+    parser.add_argument(
+        "--critic22-findings",
+        dest="findings",
+        metavar="DIR",
+        help="a recorded critic: a folder of round-1.json, round-2.json, ... (a missing "
+        "round file is a silent critic)",
+    )
+    parser.add_argument("--critic22-model", dest="model", metavar="MODEL")
+    parser.add_argument("--critic22-api-base", dest="api_base", metavar="URL")
+    parser.add_argument(
+        "--critic22-second-model",
+        dest="second_model",
+        metavar="MODEL",
+        help="nightmare's second critic (default: the same model)",
+    )
+    parser.add_argument(
+        "--fixer-model",
+        metavar="MODEL",
+        help="a model (litellm) that proposes a diff for a verified finding without a repair; "
+        "the diff is executed like a repair before it is used",
+    )
+    parser.add_argument(
+        "--author-model",
+        metavar="MODEL",
+        help="the model that wrote the patch: decides review_independence",
+    )
+    parser.add_argument("--critic22-base", dest="base", default="HEAD", metavar="REV")
+    parser.add_argument("--critic22-engage", dest="engage", choices=("auto", "always", "never"))
+    parser.add_argument(
+        "--review-timeout", type=float, default=1800.0, metavar="SECONDS", help="one review"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pytest_critic22.reviewloop.driver import LoopError, run_loop
+    from pytest_critic22.reviewloop.model import LoopOptions
+
+    parser = build_parser()
+    args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    for word in rest:
+        if word.startswith(_REFUSED) or word == "--critic22":
+            parser.error(f"{word.split('=')[0]} is the loop's own business")
+        if word.startswith("-") and not word.startswith(("--critic22-", "-o", "-p")):
+            parser.error(f"unknown option {word} (only --critic22-... options are passed on)")
+    cwd = Path.cwd()
+    model = args.model or os.environ.get("CRITIC22_MODEL") or None
+    opts = LoopOptions(
+        repo=cwd,
+        patch=(cwd / args.patch).resolve(),
+        max_rounds=args.max_rounds,
+        checkpoint=args.checkpoint,
+        difficulty=args.difficulty,
+        findings_dir=None if args.findings is None else (cwd / args.findings).resolve(),
+        model=None if args.findings else model,
+        api_base=args.api_base,
+        second_model=args.second_model,
+        fixer_model=args.fixer_model,
+        author_model=args.author_model,
+        base=args.base,
+        engage=args.engage,
+        plugin_args=tuple(rest),
+        timeout=args.review_timeout,
+    )
+    try:
+        result = run_loop(opts)
+    except LoopError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if result.acquitted:
+        return 0
+    return 3 if result.status == "blocked" else 1

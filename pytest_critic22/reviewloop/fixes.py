@@ -1,0 +1,206 @@
+"""Phase C: which verified fixes make the next candidate.
+
+A verified ``test:`` finding with a ``repair:`` has a fix that was itself executed. One
+without: with ``--fixer-model`` a separate model proposes a diff, which is executed like a
+repair before it is used; without a fixer the loop stops ``not ready``. With
+``--checkpoint`` a person may skip fixes, stop, or bring their own (verified the same way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_critic22.reviewloop.model import Fix, ItemResult, LoopOptions, Origin
+from pytest_critic22.reviewloop.rounds import decisive_output, find, split_test
+from pytest_critic22.reviewloop.steps import Reviewer, item_test, verify_fixes
+
+__all__ = ["FixContext", "plan_fixes"]
+
+Proposal = tuple[ItemResult, Origin, str]  # (the verified item, where the fix came from, diff)
+
+
+@dataclass(frozen=True, slots=True)
+class FixContext:
+    opts: LoopOptions
+    repo: Path
+    base: str
+    stdin: TextIO
+    out: TextIO
+
+
+def plan_fixes(
+    ctx: FixContext,
+    reviewer: Reviewer,
+    number: int,
+    items: Sequence[ItemResult],
+    report: Mapping[str, Any],
+    candidate: Path,
+    text: str,
+    score: int,
+    verdict: str,
+) -> tuple[str, tuple[Fix, ...], str]:
+    """``(status, fixes, next candidate)``; status ``continue``, ``no-fix`` or ``stopped``."""
+    from pytest_critic22.reviewloop.compose import compose
+
+    verified = [i for i in items if i.status == "verified"]
+    findings = [i for i in verified if i.source != "validator"]
+    if not verified:
+        return "continue", (), text  # nothing to fix: the next round looks again
+    proposals: list[Proposal] = []  # (item, origin, diff)
+    missing: list[ItemResult] = []
+    for item in findings:
+        found = split_test(item.falsification)
+        if found is not None and found[1]:
+            proposals.append((item, "repair", found[1]))
+        else:
+            missing.append(item)
+    refused: list[Fix] = []
+    if missing and ctx.opts.fixer_model:
+        fixed, refused = _fixer(ctx, reviewer, missing, report, candidate, text)
+        proposals += fixed
+        done = {item.id for item, _, _ in fixed}
+        missing = [i for i in missing if i.id not in done]
+    if missing:
+        why = "no verified fix for " + ", ".join(i.id for i in missing)
+        waiting = [
+            Fix(i.id, origin, d, "skipped", f"the loop stopped: {why}")
+            for i, origin, d in proposals
+        ]
+        return "no-fix", (*refused, *waiting), text
+    if not proposals:
+        return "no-fix", tuple(refused), text
+    skipped: list[Fix] = []
+    if ctx.opts.checkpoint:
+        outcome = _checkpoint(ctx, reviewer, number, findings, proposals, candidate, score, verdict)
+        if isinstance(outcome, str):
+            waiting = [Fix(i.id, o, d, "skipped", outcome) for i, o, d in proposals]
+            return "stopped", (*refused, *waiting), text
+        proposals, skipped = outcome
+    composed = compose(ctx.repo, ctx.base, text, [(i.id, d) for i, _, d in proposals])
+    why_skipped = dict(composed.skipped)
+    fixes = list(refused) + skipped
+    for item, origin, diff in proposals:
+        if item.id in composed.applied:
+            fixes.append(Fix(item.id, origin, diff, "applied"))
+        else:
+            fixes.append(Fix(item.id, origin, diff, "skipped", why_skipped.get(item.id, "")))
+    if not composed.applied:
+        return "no-fix", tuple(fixes), text
+    return "continue", tuple(fixes), composed.diff
+
+
+def _fixer(
+    ctx: FixContext,
+    reviewer: Reviewer,
+    missing: Sequence[ItemResult],
+    report: Mapping[str, Any],
+    candidate: Path,
+    text: str,
+) -> tuple[list[Proposal], list[Fix]]:
+    from pytest_critic22.critic import CriticSettings
+    from pytest_critic22.diffparse import DiffError, parse_patch
+    from pytest_critic22.reviewloop.asking import ask, fixer_messages, parse_fix
+    from pytest_critic22.reviewloop.compose import candidate_sources
+
+    try:
+        paths = [f.new_path for f in parse_patch(text).files if f.new_path]
+    except DiffError:
+        paths = []
+    sources = candidate_sources(ctx.repo, ctx.base, text, paths)
+    settings = CriticSettings(model=ctx.opts.fixer_model or "", api_base=ctx.opts.api_base)
+    to_verify: list[tuple[ItemResult, str, str]] = []
+    refused: list[Fix] = []
+    for item in missing:
+        test = item_test(item)
+        if test is None:
+            continue  # not a test: nothing to verify a fix against
+        output = decisive_output(find(report, item.id) or {})
+        messages = fixer_messages(item, test, output, sources)
+        raw, why = ask(messages, settings, reviewer.trace_dir, f"fixer-{item.id}")
+        diff = parse_fix(raw)
+        if not diff:
+            refused.append(
+                Fix(item.id, "fixer", raw or "", "refused", why or "no diff in the answer")
+            )
+            continue
+        to_verify.append((item, test, diff))
+    fixed: list[Proposal] = []
+    for (item, _test, diff), (ok, why) in zip(
+        to_verify, verify_fixes(reviewer, candidate, "fixer", to_verify), strict=True
+    ):
+        if ok:
+            fixed.append((item, "fixer", diff))
+        else:
+            refused.append(Fix(item.id, "fixer", diff, "refused", f"its verification: {why}"))
+    return fixed, refused
+
+
+def _checkpoint(
+    ctx: FixContext,
+    reviewer: Reviewer,
+    number: int,
+    findings: Sequence[ItemResult],
+    proposals: list[Proposal],
+    candidate: Path,
+    score: int,
+    verdict: str,
+) -> str | tuple[list[Proposal], list[Fix]]:
+    """The person's reply: the proposals to apply and the ones skipped, or why it stopped."""
+    from pytest_critic22.reviewloop.checkpoint import ask, render
+
+    prompt = render(
+        number,
+        ctx.opts.max_rounds,
+        score,
+        verdict,
+        [f"{i.id} [{i.location or 'whole-patch'}] {i.claim}" for i in findings],
+        [f"{origin} for {i.id}" for i, origin, _ in proposals],
+    )
+    reply = ask(ctx.stdin, ctx.out, prompt, len(proposals))
+    if reply.action == "stop":
+        return "stopped at the checkpoint"
+    if reply.action == "skip":
+        keep = [p for n, p in enumerate(proposals, 1) if n not in reply.skip]
+        dropped = [
+            Fix(i.id, o, d, "skipped", "skipped at the checkpoint")
+            for n, (i, o, d) in enumerate(proposals, 1)
+            if n in reply.skip
+        ]
+        return keep, dropped
+    if reply.action == "apply":
+        return _user_fix(ctx, reviewer, findings, proposals, candidate, reply.path or "")
+    return proposals, []
+
+
+def _user_fix(
+    ctx: FixContext,
+    reviewer: Reviewer,
+    findings: Sequence[ItemResult],
+    proposals: list[Proposal],
+    candidate: Path,
+    name: str,
+) -> str | tuple[list[Proposal], list[Fix]]:
+    """``apply FILE.diff``: the person's fix instead, verified like a repair against every
+    verified finding that has a test."""
+    path = Path(name).expanduser()
+    path = path if path.is_absolute() else Path.cwd() / path
+    try:
+        diff = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"apply {name}: cannot read it ({exc})"
+    checks = [(i, t, diff) for i in findings if (t := item_test(i)) is not None]
+    results = verify_fixes(reviewer, candidate, "user-fix", checks)
+    failed = [
+        f"{i.id}: {why}" for (i, _, _), (ok, why) in zip(checks, results, strict=True) if not ok
+    ]
+    if failed:
+        print(f"Your fix is refused: {'; '.join(failed)}", file=ctx.out, flush=True)
+        return f"the fix {name} did not verify: {'; '.join(failed)}"
+    replaced = [
+        Fix(i.id, o, d, "skipped", f"replaced by {name} at the checkpoint") for i, o, d in proposals
+    ]
+    first = findings[0] if findings else proposals[0][0]
+    return [(first, "user", diff)], replaced

@@ -1,0 +1,345 @@
+"""``AUTO_REVIEW.html``: the journal as one self-contained page (the seed's RENDER_HTML).
+
+A small renderer for exactly the markdown :mod:`.journal` writes, not a general one: ATX
+headings ``#``..``###``, paragraphs, ``- `` lists (one nested level), pipe tables, fenced
+code blocks of any fence length, the ``<details><summary>`` lines the journal emits, and
+inline ``**bold**``, ``` `code` ```, backslash escapes, ``<br>`` and character references.
+
+The journal holds the critic's raw answers and children's output, so everything is
+escaped except those few constructs: no other tag passes, a ``</details>`` inside a fence
+is text, and lines split on ``\\n`` only (what markdown itself breaks on). The page loads
+nothing and runs nothing (a Content-Security-Policy says so to the browser, as the
+``--critic22-html`` report does). Rendering is a convenience: :func:`render_file` never
+raises, so a rendering failure cannot keep the loop from ending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_critic22.formats.html_parts import CSP, esc
+from pytest_critic22.reviewloop.journal import AUTO_REVIEW
+
+__all__ = ["AUTO_REVIEW_HTML", "render_file", "render_html"]
+
+AUTO_REVIEW_HTML = "AUTO_REVIEW.html"
+VERDICTS = ("not ready", "almost", "ready", "BLOCKED")
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_HEADING = re.compile(r"^(#{1,3})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_ITEM = re.compile(r"^( *)- (.*)$")
+_DETAILS = re.compile(r"^<details><summary>(.*)</summary>\s*$")
+_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});")
+_PLAIN = re.compile(r"[^\\`*<&]+")
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+CSS = """
+:root{--fg:#1f2328;--muted:#59636e;--bg:#fff;--panel:#f6f8fa;--line:#d1d9e0;--link:#0969da;
+--bad:#cf222e;--good:#1a7f37;--warn:#9a6700}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;
+--panel:#151b23;--line:#3d444d;--link:#4493f8}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1240px;padding:16px 20px 48px;color:var(--fg);background:var(--bg);
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+a{color:var(--link)}h1{font-size:22px;margin:0 0 8px}
+h2{font-size:18px;margin:32px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
+h3{font-size:15px;margin:18px 0 6px}p{margin:6px 0}ul{margin:4px 0;padding-left:22px}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;
+font-size:12.5px}
+code{background:var(--panel);padding:0 3px;border-radius:4px}
+pre{margin:6px 0;padding:8px;background:var(--panel);border:1px solid var(--line);
+border-radius:6px;white-space:pre-wrap;overflow-wrap:anywhere;max-height:40em;overflow:auto}
+pre code{background:none;padding:0}
+table{border-collapse:collapse;width:100%;margin:6px 0}
+th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}
+th{background:var(--panel);font-weight:600}
+details{margin:6px 0;padding:2px 8px;border:1px solid var(--line);border-radius:6px}
+summary{cursor:pointer;color:var(--link)}
+nav{font-size:13px;margin:6px 0 12px}nav a{margin-right:10px}
+.verdict{display:inline-block;padding:0 8px;border-radius:10px;font-weight:600;color:#fff}
+.v-not-ready,.v-BLOCKED{background:var(--bad)}.v-almost{background:var(--warn)}
+.v-ready{background:var(--good)}
+footer{margin-top:32px;color:var(--muted);font-size:12px}
+"""
+
+
+# -- inline text ------------------------------------------------------------------------------
+
+
+def _code_span(text: str, start: int) -> tuple[str, int] | None:
+    """A code span opening at ``start``: its HTML and where it ends; None if unclosed."""
+    run = len(text[start:]) - len(text[start:].lstrip("`"))
+    ticks = "`" * run
+    end = start + run
+    while True:
+        end = text.find(ticks, end)
+        if end == -1:
+            return None
+        after = end + run
+        if after >= len(text) or text[after] != "`":
+            body = text[start + run : end]
+            if body.startswith(" ") and body.endswith(" ") and body.strip():
+                body = body[1:-1]
+            return f"<code>{esc(body)}</code>", after
+        end = after + len(text[after:]) - len(text[after:].lstrip("`"))
+
+
+def inline(text: str) -> str:
+    """One line of markdown text as HTML: only <strong>, <code> and <br> can come out of it."""
+    out: list[str] = []
+    bold = False
+    i = 0
+    while i < len(text):
+        plain = _PLAIN.match(text, i)
+        if plain:
+            out.append(esc(plain[0]))
+            i = plain.end()
+            continue
+        char = text[i]
+        if char == "\\" and i + 1 < len(text) and text[i + 1] in _PUNCT:
+            out.append(esc(text[i + 1]))
+            i += 2
+        elif char == "`" and (span := _code_span(text, i)) is not None:
+            out.append(span[0])
+            i = span[1]
+        elif char == "`":
+            run = len(text[i:]) - len(text[i:].lstrip("`"))
+            out.append(esc(text[i : i + run]))
+            i += run
+        elif text.startswith("**", i) and (bold or "**" in text[i + 2 :]):
+            out.append("</strong>" if bold else "<strong>")
+            bold = not bold
+            i += 2
+        elif text.startswith("<br>", i):
+            out.append("<br>")
+            i += 4
+        elif char == "&" and (entity := _ENTITY.match(text, i)) is not None:
+            out.append(esc(html.unescape(entity[0])))
+            i = entity.end()
+        else:
+            out.append(esc(char))
+            i += 1
+    if bold:
+        out.append("</strong>")
+    return "".join(out)
+
+
+def _plain(markdown: str) -> str:
+    """A heading's text without markup (for its anchor)."""
+    return re.sub(r"<[^>]+>", "", html.unescape(inline(markdown)))
+
+
+# -- blocks -----------------------------------------------------------------------------------
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells; an escaped ``\\|`` stays inside its cell."""
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    cells, cell, i = [], "", 0
+    while i < len(row):
+        if row[i] == "\\" and i + 1 < len(row):
+            cell += row[i : i + 2]
+            i += 2
+            continue
+        if row[i] == "|":
+            cells.append(cell)
+            cell = ""
+        else:
+            cell += row[i]
+        i += 1
+    if cell.strip():
+        cells.append(cell)
+    return [c.strip() for c in cells]
+
+
+def _table(rows: Sequence[str]) -> str:
+    head = _cells(rows[0])
+    out = ["<table><thead><tr>", *(f"<th>{inline(c)}</th>" for c in head), "</tr></thead><tbody>"]
+    for row in rows[1:]:
+        cells = (_cells(row) + [""] * len(head))[: len(head)]
+        out += ["<tr>", *(f"<td>{inline(c)}</td>" for c in cells), "</tr>"]
+    return "".join([*out, "</tbody></table>"])
+
+
+def _list(items: Sequence[tuple[int, str]]) -> str:
+    out = ["<ul>"]
+    nested = False
+    for depth, body in items:
+        if depth and len(out) > 1:
+            if not nested:
+                out[-1] = out[-1].removesuffix("</li>") + "<ul>"
+                nested = True
+            out.append(f"<li>{body}</li>")
+            continue
+        if nested:
+            out.append("</ul></li>")
+            nested = False
+        out.append(f"<li>{body}</li>")
+    if nested:
+        out.append("</ul></li>")
+    return "".join([*out, "</ul>"])
+
+
+class _Page:
+    """The block structure, line by line (journal markdown never needs lookbehind)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.paragraph: list[str] = []
+        self.items: list[tuple[int, str]] = []
+        self.details = 0
+        self.section = ""  # the current ### heading: the verdict is coloured in Assessment
+        self.anchors: list[tuple[str, str]] = []  # (id, text) of every ## heading
+
+    def flush(self) -> None:
+        if self.paragraph:
+            self.out.append("<p>" + "<br>".join(inline(p) for p in self.paragraph) + "</p>")
+            self.paragraph = []
+        if self.items:
+            self.out.append(_list(self.items))
+            self.items = []
+
+    def item(self, indent: str, body: str) -> None:
+        if self.paragraph:
+            self.flush()
+        verdict = body.removeprefix("**Verdict**: ").strip()
+        if (
+            self.section == "Assessment"
+            and body.startswith("**Verdict**: ")
+            and verdict in VERDICTS
+        ):
+            css = _SLUG.sub("-", verdict.lower()) if verdict != "BLOCKED" else verdict
+            html_body = f'<strong>Verdict</strong>: <span class="verdict v-{css}">{verdict}</span>'
+        else:
+            html_body = inline(body)
+        self.items.append((1 if len(indent) >= 2 else 0, html_body))
+
+    def heading(self, level: int, text: str) -> None:
+        self.flush()
+        plain = _plain(text)
+        if level == 3:
+            self.section = plain
+        if level != 2:
+            self.out.append(f"<h{level}>{inline(text)}</h{level}>")
+            return
+        slug = _SLUG.sub("-", plain.lower()).strip("-") or "section"
+        taken = {a for a, _ in self.anchors}
+        anchor, n = slug, 1
+        while anchor in taken:
+            n += 1
+            anchor = f"{slug}-{n}"
+        self.anchors.append((anchor, plain))
+        self.out.append(f'<h2 id="{esc(anchor)}">{inline(text)}</h2>')
+
+    def feed(self, lines: Sequence[str]) -> None:
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            fence = _FENCE.match(line)
+            if fence and not (fence[1][0] == "`" and "`" in fence[2]):
+                self.flush()
+                i = self.code(lines, i + 1, fence[1])
+                continue
+            heading = _HEADING.match(line)
+            details = _DETAILS.match(line)
+            item = _ITEM.match(line)
+            if not line.strip():
+                self.flush()
+            elif details:
+                self.flush()
+                self.details += 1
+                summary = esc(html.unescape(details[1]))
+                self.out.append(f"<details><summary>{summary}</summary>")
+            elif line.strip() == "</details>" and self.details:
+                self.flush()
+                self.details -= 1
+                self.out.append("</details>")
+            elif heading:
+                self.heading(len(heading[1]), heading[2])
+            elif (
+                line.lstrip().startswith("|")
+                and i + 1 < len(lines)
+                and _DELIMITER.match(lines[i + 1])
+            ):
+                self.flush()
+                end = i + 2
+                while end < len(lines) and lines[end].lstrip().startswith("|"):
+                    end += 1
+                self.out.append(_table([lines[i], *lines[i + 2 : end]]))
+                i = end
+                continue
+            elif item and len(item[1]) <= 3:
+                self.item(item[1], item[2])
+            else:
+                if self.items:
+                    self.flush()
+                self.paragraph.append(line.strip())
+            i += 1
+        self.flush()
+        self.out += ["</details>"] * self.details
+
+    def code(self, lines: Sequence[str], start: int, fence: str) -> int:
+        """A fenced block up to its closing fence (or the end): verbatim, escaped."""
+        end = start
+        while end < len(lines):
+            close = _FENCE.match(lines[end])
+            if (
+                close
+                and close[1][0] == fence[0]
+                and len(close[1]) >= len(fence)
+                and not close[2].strip()
+            ):
+                break
+            end += 1
+        body = "\n".join(lines[start:end])
+        self.out.append(f"<pre><code>{esc(body)}</code></pre>")
+        return end + 1
+
+
+def render_html(markdown_text: str, title: str) -> str:
+    """The journal's markdown as a whole page (pure): inline CSS, no script, no URL."""
+    page = _Page()
+    page.feed(markdown_text.split("\n"))
+    nav = ""
+    if len(page.anchors) > 1:
+        links = "".join(f'<a href="#{esc(a)}">{esc(text)}</a>' for a, text in page.anchors)
+        nav = f"<nav>{links}</nav>"
+    return "".join(
+        [
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta name="color-scheme" content="light dark">',
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n",
+            nav,
+            "\n".join(page.out),
+            "\n<footer>rendered from AUTO_REVIEW.md by critic22 loop; no script, "
+            "nothing loaded from elsewhere</footer>\n</body></html>\n",
+        ]
+    )
+
+
+def render_file(stage: Path) -> Path | None:
+    """Render ``stage/AUTO_REVIEW.md`` to ``stage/AUTO_REVIEW.html`` (atomically: a reader
+    sees the old page or the new one). Any failure returns None and leaves no temporary
+    file: the page is a convenience, the loop's ending must not depend on it."""
+    target = stage / AUTO_REVIEW_HTML
+    temporary = stage / f".{AUTO_REVIEW_HTML}.{os.getpid()}.tmp"
+    try:
+        text = (stage / AUTO_REVIEW).read_text(encoding="utf-8", errors="replace")
+        temporary.write_text(render_html(text, "critic22 loop: Auto Review Log"), "utf-8")
+        os.replace(temporary, target)
+    except Exception:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return None
+    return target
