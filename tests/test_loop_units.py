@@ -12,7 +12,8 @@ import pytest
 from pytest_critic22.gitio import git, head_commit
 from pytest_critic22.reviewloop.asking import debate_messages, hunks_only, parse_fix, parse_ruling
 from pytest_critic22.reviewloop.compose import ComposeError, candidate_sources, compose
-from pytest_critic22.reviewloop.driver import _independence, family
+from pytest_critic22.reviewloop.independence import family
+from pytest_critic22.reviewloop.independence import independence as _independence
 from pytest_critic22.reviewloop.model import ItemResult, LoopOptions, RoundRecord
 from pytest_critic22.reviewloop.rounds import decisive_output, items_of, scar_entries, split_test
 from pytest_critic22.reviewloop.verdict import is_positive, score_of, verdict_of
@@ -168,7 +169,8 @@ def test_compose_applies_fixes_in_order_and_skips_what_no_longer_applies(git_rep
     before = git(["status", "--porcelain"], git_repo).stdout
     composed = compose(git_repo, base, patch, [("F1", REPAIR), ("F2", REPAIR)])
     assert composed.applied == ("F1",)
-    assert composed.skipped[0][0] == "F2" and "no longer applies" in composed.skipped[0][1]
+    ((key, why),) = composed.skipped
+    assert key == "F2" and "does not apply after the fixes before it" in why
     assert composed.diff == ""  # patch + its exact inverse: nothing changes against the base
     # the user's checkout and index are untouched, and no worktree was made
     assert git(["status", "--porcelain"], git_repo).stdout == before
@@ -208,7 +210,8 @@ def test_debate_request_carries_hunks_never_the_authors_message() -> None:
     messages = debate_messages(item("inconclusive"), "--- patched tree ---\nout", patch)
     text = json.dumps(messages)
     assert "I am 95% confident" not in text and "Co-authored-by" not in text
-    assert "def median" in text or "median" in hunks_only(patch)
+    assert "return (ordered[mid - 1] + ordered[mid]) / 2" in text  # the hunks are there
+    assert hunks_only(patch).startswith("diff --git")
 
 
 @pytest.mark.parametrize(
@@ -294,3 +297,119 @@ def test_scar_findings_are_blocking_and_never_the_critics(tmp_path: Path) -> Non
     assert routed.item_name == "S1[whole-patch]" and routed.blocking
     assert routed.procedure is not None and routed.procedure.kind == "scar"
     assert routed.finding.claim == "scar tissue of R1-F1: c"
+
+
+# -- the fix decision table (real git, no review needed for these rows) ---------------------
+
+T = (
+    "def test_f():\n    import m\n    import pytest\n"
+    "    with pytest.raises(TypeError):\n        m.f(None)\n"
+)
+TYPE_REPAIR = REPAIR.replace("raise ValueError", "raise TypeError")
+
+
+def _plan(git_repo: Path, items: list[ItemResult], replies: str = "", **kw: Any) -> Any:
+    import io
+
+    from pytest_critic22.reviewloop.fixes import FixContext, plan_fixes
+    from pytest_critic22.reviewloop.steps import Reviewer, RunSpec
+
+    base, patch = _repo(git_repo)
+    opts = LoopOptions(git_repo, git_repo / "p.diff", checkpoint=bool(replies), **kw)
+    out = io.StringIO()
+    ctx = FixContext(opts, git_repo, base, io.StringIO(replies), out)
+    reviewer = Reviewer(RunSpec(git_repo, base), git_repo / "traces")
+    status, fixes, following = plan_fixes(
+        ctx, reviewer, 1, items, {}, git_repo / "c.diff", patch, 2, "not ready"
+    )
+    return status, fixes, following, patch, reviewer.notes
+
+
+def test_a_repair_applies_and_answers_its_own_scar(git_repo: Path) -> None:
+    f1 = item("verified", falsification=f"test:\n{T}repair:\n{TYPE_REPAIR}")
+    scar = item("verified", "scar", id="S1", procedure="scar", falsification="scar:\n" + T)
+    status, fixes, following, patch, _ = _plan(git_repo, [f1, scar])
+    assert status == "continue" and [(f.finding_id, f.status) for f in fixes] == [("F1", "applied")]
+    assert "raise TypeError" in following and following != patch
+
+
+def test_a_verified_finding_without_a_fix_stops_not_ready(git_repo: Path) -> None:
+    f1 = item("verified", falsification=f"test:\n{T}repair:\n{TYPE_REPAIR}")
+    f2 = item("verified", id="F2", procedure="static", falsification="static: removed-guard e1")
+    status, fixes, following, patch, _ = _plan(git_repo, [f1, f2])
+    assert status == "no-fix" and following == patch
+    assert [(f.finding_id, f.status) for f in fixes] == [("F1", "skipped")]
+    assert "no verified fix for F2" in fixes[0].reason
+
+
+def test_only_existing_tests_failing_leaves_nothing_to_apply(git_repo: Path) -> None:
+    group = item("verified", "validator", id="preserve[t.py]", procedure="preservation")
+    status, fixes, _following, _patch, _ = _plan(git_repo, [group])
+    assert (status, fixes) == ("no-fix", ())
+
+
+def test_nothing_verified_reviews_the_same_candidate_again(git_repo: Path) -> None:
+    status, fixes, following, patch, _ = _plan(git_repo, [item("inconclusive")])
+    assert (status, fixes, following) == ("continue", (), patch)
+
+
+def test_fixes_that_undo_the_whole_patch_stop_the_loop(git_repo: Path) -> None:
+    f1 = item("verified", falsification=f"test:\n{T}repair:\n{REPAIR}")
+    status, fixes, _following, _patch, notes = _plan(git_repo, [f1])
+    assert status == "no-fix" and fixes[0].status == "applied"
+    assert any("undo the whole patch" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "fix"),
+    [
+        ("skip 1", "no-fix", "skipped"),
+        ("stop", "stopped", "skipped"),
+        ("go", "continue", "applied"),
+    ],
+)
+def test_checkpoint_replies_in_the_table(git_repo: Path, reply: str, status: str, fix: str) -> None:
+    f1 = item("verified", falsification=f"test:\n{T}repair:\n{TYPE_REPAIR}")
+    got, fixes, _following, _patch, _ = _plan(git_repo, [f1], reply + "\n")
+    assert got == status and [f.status for f in fixes] == [fix]
+
+
+def test_the_checkpoint_is_offered_even_when_a_fix_is_missing(git_repo: Path) -> None:
+    f2 = item("verified", id="F2", procedure="static", falsification="static: removed-guard e1")
+    status, _fixes, _following, _patch, _ = _plan(git_repo, [f2], "stop\n")
+    assert status == "stopped"  # the person was asked (and could have applied a fix)
+
+
+# -- the command line --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--critic22-spec", "spec.md", "p.diff"], "passed on as --critic22-NAME=VALUE"),
+        (["p.diff", "tests/test_x.py"], "unexpected 'tests/test_x.py'"),
+        (["p.diff", "--critic22-report=x.json"], "the loop's own business"),
+        (["p.diff", "--junitxml=x"], "unexpected '--junitxml=x'"),
+        (["p.diff", "-o"], "-o needs a value"),
+    ],
+)
+def test_loop_command_line_refuses_what_it_cannot_pass_on(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_critic22.reviewloop.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_loop_command_line_makes_file_values_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from pytest_critic22.reviewloop.cli import _forwarded
+
+    monkeypatch.chdir(tmp_path)
+    got = _forwarded(argparse.ArgumentParser(), ["--critic22-spec=@s.md", "-o", "a=b"])
+    assert got == (f"--critic22-spec=@{tmp_path / 's.md'}", "-o", "a=b")

@@ -83,17 +83,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _forwarded(parser: argparse.ArgumentParser, rest: Sequence[str]) -> tuple[str, ...]:
+    """The options passed on to every review: ``--critic22-NAME[=VALUE]`` and ``-o``/``-p``
+    with their value. A bare word is refused (``--critic22-spec spec.md`` would otherwise
+    leave ``spec.md`` to be read as the patch, or a test path); an ``@FILE`` value is made
+    absolute, so that it names the file it named where the loop was started."""
+    out: list[str] = []
+    words = list(rest)
+    while words:
+        word = words.pop(0)
+        if word in ("-o", "-p"):
+            if not words:
+                parser.error(f"{word} needs a value")
+            out += [word, words.pop(0)]
+            continue
+        if word.startswith(_REFUSED) or word == "--critic22":
+            parser.error(f"{word.split('=')[0]} is the loop's own business")
+        if not word.startswith("--critic22-"):
+            parser.error(
+                f"unexpected {word!r}: other review options are passed on as --critic22-NAME=VALUE"
+            )
+        name, eq, value = word.partition("=")
+        if eq and value.startswith("@"):
+            value = "@" + str((Path.cwd() / value[1:]).resolve())
+        out.append(name + eq + value)
+    return tuple(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_critic22.reviewloop.driver import LoopError, run_loop
     from pytest_critic22.reviewloop.model import LoopOptions
 
     parser = build_parser()
     args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
-    for word in rest:
-        if word.startswith(_REFUSED) or word == "--critic22":
-            parser.error(f"{word.split('=')[0]} is the loop's own business")
-        if word.startswith("-") and not word.startswith(("--critic22-", "-o", "-p")):
-            parser.error(f"unknown option {word} (only --critic22-... options are passed on)")
+    forwarded = _forwarded(parser, rest)
     cwd = Path.cwd()
     model = args.model or os.environ.get("CRITIC22_MODEL") or None
     opts = LoopOptions(
@@ -110,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         author_model=args.author_model,
         base=args.base,
         engage=args.engage,
-        plugin_args=tuple(rest),
+        plugin_args=forwarded,
         timeout=args.review_timeout,
     )
     try:

@@ -44,7 +44,8 @@ def compose(repo: Path, base: str, candidate: str, fixes: Sequence[tuple[str, st
             # the context is still checked exactly.
             problem = _apply(repo, env, diff, recount=True, check_only=True)
             if problem:
-                skipped.append((key, f"no longer applies after the fixes before it: {problem}"))
+                where = "after the fixes before it" if applied else "to the candidate"
+                skipped.append((key, f"does not apply {where}: {problem}"))
                 continue
             problem = _apply(repo, env, diff, recount=True)
             if problem:  # pragma: no cover - the check above just passed

@@ -12,14 +12,21 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_critic22.reviewloop import journal, state
+from pytest_critic22.reviewloop.independence import independence
 from pytest_critic22.reviewloop.model import Fix, ItemResult, LoopOptions, RoundRecord
-from pytest_critic22.reviewloop.rounds import items_of, scar_entries
+from pytest_critic22.reviewloop.rounds import (
+    blockers,
+    earlier_repairs,
+    incomplete,
+    items_of,
+    scar_entries,
+)
 from pytest_critic22.reviewloop.steps import Reviewer, RunSpec, critic_raw
 from pytest_critic22.reviewloop.verdict import BLOCKED, is_positive, score_of, verdict_of
 
@@ -109,24 +116,20 @@ def run_loop(
     run = _Run(opts, stage, begun.run_id, "", out, stdin)
     for line in begun.messages:
         run.say(line)
-    if begun.resumed:
-        run.records = _load_records(run, begun.round)
+    first = _resume(run, begun) if begun.resumed else 1
     if run.records:
         run.base = str(run.records[0].extra.get("base", ""))
-        candidate = run.round_dir(begun.round - 1) / "next.diff"
+        candidate = run.round_dir(first - 1) / "next.diff"
     else:
         try:
             run.base = head_commit(repo, opts.base)
         except GitError:
             raise LoopError(f"critic22 loop: --critic22-base {opts.base} is not a commit") from None
         candidate = opts.patch
-    if not candidate.is_file():
-        raise LoopError(f"critic22 loop: the state of {run.run_id} has no candidate {candidate}")
-    journal.start_log(
-        stage, run.run_id, str(opts.patch), state.iso_z(state.utc_now()), begun.resumed
-    )
+    journal.start_log(stage, run.run_id, str(opts.patch), _now(), first > 1)
     spec = RunSpec(
         repo=repo,
+        cwd=opts.repo,
         base=run.base,
         plugin_args=opts.plugin_args,
         model=opts.model,
@@ -135,16 +138,71 @@ def run_loop(
         timeout=opts.timeout,
         env=opts.env,
     )
+    committed = _committed_acquittal(run, first)
+    if committed is not None:  # killed between its receipt and its state: it did acquit
+        run.records.append(committed)
+        _write_state(run, committed, final=True)
+        return _finish(run, committed, Path(committed.candidate).read_text(encoding="utf-8"))
+    if not candidate.is_file():
+        raise LoopError(f"critic22 loop: the state of {run.run_id} has no candidate {candidate}")
     text = candidate.read_text(encoding="utf-8")
-    for number in range(begun.round, opts.max_rounds + 1):
+    for number in range(first, opts.max_rounds + 1):
         record, text_next = _round(run, spec, number, text)
         _commit(run, record, text_next)
         run.records.append(record)
         if record.status != "continue":
             return _finish(run, record, text)
         text = text_next
-    last = run.records[-1]  # resumed past the last round: finish as it stood
+    # Resumed with a lower --max-rounds than the run had: it ends here, as max rounds.
+    last = replace(run.records[-1], status="max-rounds", blockers=blockers(run.records[-1].items))
+    _ledger(run).append("loop-stop", {"round": last.round, "status": last.status})
+    _write_state(run, last, final=True)
     return _finish(run, last, text)
+
+
+def _now() -> str:
+    return state.iso_z(state.utc_now())
+
+
+def _patch_digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _resume(run: _Run, begun: state.Start) -> int:
+    """The round to resume at, with ``run.records`` loaded; 1 (a fresh start under the
+    assigned id) when there is nothing to resume: a legacy state without records, or an
+    interrupted run of another patch."""
+    legacy = any(m.startswith("No run_id") for m in begun.messages)
+    try:
+        run.records = _load_records(run, begun.round)
+    except LoopError:
+        if not legacy:
+            raise
+        run.say("No records of the interrupted run; starting at Round 1.")
+        run.records = []
+        return 1
+    digest = run.records[0].extra.get("patch_sha256") if run.records else None
+    if digest and digest != _patch_digest(run.opts.patch):
+        run.say(f"The interrupted run {run.run_id} reviewed another patch; starting fresh.")
+        run.run_id = state.new_run_id(state.utc_now())
+        run.records = []
+        return 1
+    return begun.round
+
+
+def _committed_acquittal(run: _Run, number: int) -> RoundRecord | None:
+    """Round ``number``'s record when it acquitted and its receipt was written but the
+    state was not (a kill in between): finish from it, never redo an acquitted round."""
+    path = run.round_dir(number) / "record.json"
+    if not path.is_file():
+        return None
+    receipts = state.AcquittalLog(run.stage / state.ACQUITTAL_LOG).for_run(run.run_id)
+    if not any(r.round == number for r in receipts):
+        return None
+    record = RoundRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return record if record.positive and record.status == "acquitted" else None
 
 
 def loop(
@@ -222,10 +280,10 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         "critic_source": "replay"
         if findings is not None
         else ("off" if engage == "never" else "model"),
-        "extra": {"base": run.base},
-        **_independence(opts),
+        "extra": {"base": run.base, "patch_sha256": _patch_digest(opts.patch)},
+        **independence(opts),
     }
-    problem = _incomplete(report)
+    problem = incomplete(report)
     if report is None or problem:
         return _blocked(common, reviewer, problem or "the review wrote no report"), text
     items = items_of(report)
@@ -239,7 +297,7 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         model = opts.second_model or opts.model or ""
         more, second_raw = steps.second_critic(reviewer, candidate, model)
         second = _read_json(traces / "second-critic.report.json")
-        problem = _incomplete(second)
+        problem = incomplete(second)
         if second is None or problem:
             why = f"the second critic: {problem or 'no report'}"
             return _blocked(common, reviewer, why, items=items), text
@@ -255,8 +313,9 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         status = "max-rounds"
     else:
         ctx = FixContext(opts, spec.repo, run.base, run.stdin, run.out)
+        earlier = earlier_repairs(run.records)
         status, fixes, following = plan_fixes(
-            ctx, reviewer, number, items, report, candidate, text, score, verdict
+            ctx, reviewer, number, items, report, candidate, text, score, verdict, earlier
         )
     record = RoundRecord(
         **common,
@@ -270,21 +329,11 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         second_raw=second_raw,
         fixes=fixes,
         debate=debate,
-        blockers=_blockers(items) if status != "acquitted" else (),
+        blockers=blockers(items) if status != "acquitted" else (),
         notes=tuple(reviewer.notes),
         timestamp=state.iso_z(state.utc_now()),
     )
     return record, following
-
-
-def _incomplete(report: Mapping[str, Any] | None) -> str:
-    if report is None:
-        return ""
-    disposition = report.get("disposition") or {}
-    if disposition.get("verdict") != "incomplete":
-        return ""
-    problems = list(disposition.get("problems") or [])
-    return "; ".join(str(p) for p in problems) or str(disposition.get("reason", "incomplete"))
 
 
 def _blocked(
@@ -304,15 +353,6 @@ def _blocked(
     )
 
 
-def _blockers(items: Sequence[ItemResult]) -> tuple[str, ...]:
-    out = []
-    for item in items:
-        if item.status in ("verified", "inconclusive"):
-            where = f" [{item.location}]" if item.location else ""
-            out.append(f"{item.id}{where} {item.status}: {item.claim} — {item.reason}")
-    return tuple(out)
-
-
 def _settings(opts: LoopOptions, model: str | None = None) -> Any:
     from pytest_critic22.critic import CriticSettings
 
@@ -327,53 +367,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_FAMILIES = (
-    ("gpt", "openai"),
-    ("chatgpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
-    ("claude", "anthropic"),
-    ("gemini", "google"),
-    ("gemma", "google"),
-    ("mistral", "mistral"),
-    ("codestral", "mistral"),
-    ("llama", "meta"),
-    ("deepseek", "deepseek"),
-    ("qwen", "qwen"),
-    ("grok", "xai"),
-)
+def _ledger(run: _Run) -> Any:
+    from pytest_critic22.ledger import Ledger
 
-
-def family(model: str | None) -> str | None:
-    """A model's provider family from its litellm string: the model name's known prefix,
-    else the provider prefix (``openai/...``); None when unknown."""
-    if not model:
-        return None
-    parts = model.lower().split("/")
-    for name, fam in _FAMILIES:
-        if parts[-1].startswith(name):
-            return fam
-    return parts[0] if len(parts) > 1 else None
-
-
-def _independence(opts: LoopOptions) -> dict[str, str]:
-    critic = None if opts.findings_dir is not None else family(opts.model)
-    others = [family(m) for m in (opts.author_model, opts.fixer_model) if m]
-    if critic is None or not others or None in others:
-        independence = "unknown"
-    elif critic in others:
-        independence = "same-family"
-    else:
-        independence = "cross-family"
-    accepted = "accepted" if independence == "cross-family" else "provisional"
-    return {"review_independence": independence, "acceptance_status": accepted}
+    return Ledger(run.stage.parent / "ledger.jsonl", run.run_id)
 
 
 def _commit(run: _Run, record: RoundRecord, following: str) -> None:
     """Write the round: its record, memory, log, ledger event, receipt; the state last."""
-    from pytest_critic22.ledger import Ledger
-
     folder = run.round_dir(record.round)
     (folder / "record.json").write_text(json.dumps(record.to_dict(), indent=2), encoding="utf-8")
     if record.status == "continue":
@@ -381,7 +382,7 @@ def _commit(run: _Run, record: RoundRecord, following: str) -> None:
     previous = run.records[-1] if run.records else None
     journal.append_memory(run.stage, record, previous)
     journal.append_round(run.stage, record)
-    ledger = Ledger(run.stage.parent / "ledger.jsonl", run.run_id)
+    ledger = _ledger(run)
     ledger.append(
         "loop-round",
         {
@@ -394,7 +395,6 @@ def _commit(run: _Run, record: RoundRecord, following: str) -> None:
             "review_independence": record.review_independence,
         },
     )
-    final = record.status != "continue"
     if record.positive:
         state.AcquittalLog(run.stage / state.ACQUITTAL_LOG).append(
             state.Receipt(
@@ -405,22 +405,29 @@ def _commit(run: _Run, record: RoundRecord, following: str) -> None:
                 verdict=record.verdict,
                 score=record.score,
                 trace_id=record.trace_id,
-                timestamp=state.iso_z(state.utc_now()),
+                timestamp=_now(),
             )
         )
-    if final:
+    if record.status != "continue":
         ledger.append("loop-stop", {"round": record.round, "status": record.status})
+    _write_state(run, record, final=record.status not in ("continue", "blocked"))
+
+
+def _write_state(run: _Run, record: RoundRecord, *, final: bool) -> None:
+    """The round's commit point. A BLOCKED round is not counted: the state stays in
+    progress at the round before it, so running the loop again redoes it."""
+    blocked = record.status == "blocked"
     state.write_state(
         run.stage,
         state.LoopState(
             run_id=run.run_id,
-            round=record.round,
+            round=record.round - 1 if blocked else record.round,
             agent_id=_agent(run.opts),
             status="completed" if final else "in_progress",
             last_score=record.score,
             last_verdict=record.verdict,
             pending_experiments=(),
-            timestamp=state.iso_z(state.utc_now()),
+            timestamp=_now(),
         ),
     )
 
@@ -436,8 +443,8 @@ def _finish(run: _Run, record: RoundRecord, text: str) -> LoopResult:
 
     status = record.status
     if status == "acquitted":
-        log = state.AcquittalLog(run.stage / state.ACQUITTAL_LOG)
-        if not log.acquitted(run.run_id):  # only this run's receipt may stop it
+        receipts = state.AcquittalLog(run.stage / state.ACQUITTAL_LOG).for_run(run.run_id)
+        if not any(r.round == record.round for r in receipts):  # only this round's may stop it
             status = "blocked"
     final = run.stage / "final.diff"
     final.write_text(text, encoding="utf-8")

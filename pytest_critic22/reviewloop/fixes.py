@@ -41,10 +41,14 @@ def plan_fixes(
     text: str,
     score: int,
     verdict: str,
+    earlier: Mapping[str, str] | None = None,
 ) -> tuple[str, tuple[Fix, ...], str]:
-    """``(status, fixes, next candidate)``; status ``continue``, ``no-fix`` or ``stopped``."""
-    from pytest_critic22.reviewloop.compose import compose
+    """``(status, fixes, next candidate)``; status ``continue``, ``no-fix`` or ``stopped``.
 
+    ``earlier`` maps the test of a finding verified in an earlier round to its repair: a
+    scar item (that test failing again) is fixed by the same repair when it still applies
+    and is verified again on this candidate.
+    """
     verified = [i for i in items if i.status == "verified"]
     findings = [i for i in verified if i.source != "validator"]
     if not verified:
@@ -57,37 +61,77 @@ def plan_fixes(
             proposals.append((item, "repair", found[1]))
         else:
             missing.append(item)
+    # A scar item whose test a repair of this round answers needs no fix of its own.
+    answered = {item_test(i) for i, _, _ in proposals}
+    missing = [i for i in missing if not (i.source == "scar" and item_test(i) in answered)]
     refused: list[Fix] = []
+    known = earlier or {}
+    again: list[tuple[ItemResult, str, str]] = []
+    for item in missing:
+        test = item_test(item)
+        if test is not None and test in known:
+            again.append((item, test, known[test]))
+    if again:
+        results = verify_fixes(reviewer, candidate, "earlier-repairs", again)
+        for (item, _test, diff), (ok, why) in zip(again, results, strict=True):
+            if ok:
+                proposals.append((item, "repair", diff))
+                missing.remove(item)
+            else:
+                refused.append(Fix(item.id, "repair", diff, "refused", f"re-verified: {why}"))
     if missing and ctx.opts.fixer_model:
-        fixed, refused = _fixer(ctx, reviewer, missing, report, candidate, text)
+        fixed, more = _fixer(ctx, reviewer, missing, report, candidate, text)
+        refused += more
         proposals += fixed
         done = {item.id for item, _, _ in fixed}
         missing = [i for i in missing if i.id not in done]
-    if missing:
-        why = "no verified fix for " + ", ".join(i.id for i in missing)
-        waiting = [
-            Fix(i.id, origin, d, "skipped", f"the loop stopped: {why}")
-            for i, origin, d in proposals
-        ]
-        return "no-fix", (*refused, *waiting), text
-    if not proposals:
-        return "no-fix", tuple(refused), text
     skipped: list[Fix] = []
+    blocked = ""
+    if missing:
+        blocked = "no verified fix for " + ", ".join(i.id for i in missing)
+    elif not proposals:
+        blocked = "nothing to apply: only existing tests fail (" + verified[0].id + ")"
     if ctx.opts.checkpoint:
         outcome = _checkpoint(ctx, reviewer, number, findings, proposals, candidate, score, verdict)
         if isinstance(outcome, str):
-            waiting = [Fix(i.id, o, d, "skipped", outcome) for i, o, d in proposals]
-            return "stopped", (*refused, *waiting), text
-        proposals, skipped = outcome
-    composed = compose(ctx.repo, ctx.base, text, [(i.id, d) for i, _, d in proposals])
+            return "stopped", (*refused, *_waiting(proposals, outcome)), text
+        chosen, skipped = outcome
+        if any(origin == "user" for _, origin, _ in chosen):
+            blocked = ""  # the person's own fix, verified against every verified test
+        proposals = chosen
+    if blocked:
+        return (
+            "no-fix",
+            (*refused, *skipped, *_waiting(proposals, "the loop stopped: " + blocked)),
+            text,
+        )
+    return _compose(ctx, reviewer, proposals, [*refused, *skipped], text)
+
+
+def _waiting(proposals: Sequence[Proposal], why: str) -> list[Fix]:
+    return [Fix(i.id, o, d, "skipped", why) for i, o, d in proposals]
+
+
+def _compose(
+    ctx: FixContext, reviewer: Reviewer, proposals: Sequence[Proposal], fixes: list[Fix], text: str
+) -> tuple[str, tuple[Fix, ...], str]:
+    from pytest_critic22.reviewloop.compose import ComposeError, compose
+
+    try:
+        composed = compose(ctx.repo, ctx.base, text, [(i.id, d) for i, _, d in proposals])
+    except ComposeError as exc:
+        reviewer.notes.append(str(exc))
+        return "no-fix", (*fixes, *_waiting(proposals, str(exc))), text
     why_skipped = dict(composed.skipped)
-    fixes = list(refused) + skipped
     for item, origin, diff in proposals:
         if item.id in composed.applied:
             fixes.append(Fix(item.id, origin, diff, "applied"))
         else:
             fixes.append(Fix(item.id, origin, diff, "skipped", why_skipped.get(item.id, "")))
     if not composed.applied:
+        return "no-fix", tuple(fixes), text
+    if not composed.diff.strip():
+        reviewer.notes.append("the verified fixes undo the whole patch: nothing is left to review")
         return "no-fix", tuple(fixes), text
     return "continue", tuple(fixes), composed.diff
 

@@ -227,7 +227,14 @@ def round_markdown(record: RoundRecord, *, redone: bool = False) -> str:
 
 
 def _append(path: Path, header: str, text: str) -> None:
-    """Append ``text``; a new (or empty) file gets ``header`` first. Never truncates."""
+    """Append ``text``; a new (or empty) file gets ``header`` first. Never truncates.
+    Credentials are scrubbed, as everywhere the plugin records (a child's output in a
+    reason, a model's answer that echoes an environment value)."""
+    import os
+
+    from pytest_critic22.scrub import scrub
+
+    text = scrub(text, os.environ)
     path.parent.mkdir(parents=True, exist_ok=True)
     # errors="replace": a lone surrogate (from JSON) must not lose a round of the log.
     with path.open("a", encoding="utf-8", errors="replace", newline="") as out:

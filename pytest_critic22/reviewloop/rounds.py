@@ -10,9 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_critic22.reviewloop.model import ItemResult, Source
+from pytest_critic22.reviewloop.model import ItemResult, RoundRecord, Source
 
-__all__ = ["decisive_output", "find", "items_of", "scar_entries", "split_test"]
+__all__ = [
+    "blockers",
+    "decisive_output",
+    "earlier_repairs",
+    "find",
+    "incomplete",
+    "items_of",
+    "scar_entries",
+    "split_test",
+]
 
 _STATUSES = ("verified", "refuted", "inconclusive")
 
@@ -125,3 +134,41 @@ def decisive_output(record: Mapping[str, Any], limit: int = 2500) -> str:
 def _tail(run: Mapping[str, Any], limit: int) -> str:
     text = str(run.get("output") or run.get("reason") or "")
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def earlier_repairs(records: Sequence[RoundRecord]) -> dict[str, str]:
+    """Test source -> repair of every verified finding of earlier rounds (the latest wins)."""
+    out: dict[str, str] = {}
+    for record in records:
+        for item in record.items:
+            found = split_test(item.falsification) if item.status == "verified" else None
+            if found is not None and found[1]:
+                out[found[0]] = found[1]
+    return out
+
+
+def incomplete(report: Mapping[str, Any] | None) -> str:
+    """Why a review could not do what was asked ("" when it could): an INCOMPLETE verdict,
+    and also a REJECT that came with problems — a failed critic, an interrupted run — since
+    a round that could not look is BLOCKED whatever else it found."""
+    if report is None:
+        return ""
+    disposition = report.get("disposition") or {}
+    critic = report.get("critic") or {}
+    problems = [str(p) for p in disposition.get("problems") or []]
+    if critic.get("absent"):
+        problems.append(f"the critic gave no answer: {critic.get('reason', '')}")
+    if disposition.get("interrupted"):
+        problems.append("the review was interrupted")
+    if disposition.get("verdict") == "incomplete" and not problems:
+        problems.append(str(disposition.get("reason") or "incomplete"))
+    return "; ".join(dict.fromkeys(problems))
+
+
+def blockers(items: Sequence[ItemResult]) -> tuple[str, ...]:
+    out = []
+    for item in items:
+        if item.status in ("verified", "inconclusive"):
+            where = f" [{item.location}]" if item.location else ""
+            out.append(f"{item.id}{where} {item.status}: {item.claim} — {item.reason}")
+    return tuple(out)

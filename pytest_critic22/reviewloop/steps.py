@@ -22,8 +22,9 @@ __all__ = ["Reviewer", "RunSpec"]
 class RunSpec:
     """What every review of this loop shares."""
 
-    repo: Path
+    repo: Path  # the repository's top folder (git, the state folder)
     base: str
+    cwd: Path | None = None  # where reviews run (the user's folder: relative options hold)
     plugin_args: tuple[str, ...] = ()
     model: str | None = None
     api_base: str | None = None
@@ -56,7 +57,7 @@ class Reviewer:
         self.trace_dir.mkdir(parents=True, exist_ok=True)
         report_path = self.trace_dir / f"{name}.report.json"
         result = review(
-            self.spec.repo,
+            self.spec.cwd or self.spec.repo,
             candidate,
             findings=findings,
             model=None if findings is not None else model,
@@ -168,14 +169,28 @@ def debate(
     turns = []
     by_id = {}
     for item, r in rulings:
-        after, reason = outcomes.get(item.id, (item.status, ""))
-        turns.append(DebateTurn(item.id, item.status, r.ruling, r.argument, after, reason))
+        status, reason = outcomes.get(item.id, (item.status, ""))
+        if item.id in outcomes and status != "verified":
+            # Only a verified revision changes the round: a revision that passes would let
+            # the critic withdraw an inconclusive concern by choosing a test, not by execution.
+            turns.append(
+                DebateTurn(
+                    item.id,
+                    item.status,
+                    r.ruling,
+                    r.argument,
+                    item.status,
+                    f"the revision was {status}: {reason}; the outcome stands",
+                )
+            )
+            continue
+        turns.append(DebateTurn(item.id, item.status, r.ruling, r.argument, status, reason))
         if item.id in outcomes:
             falsification = next(x.falsification for i, x in revised if i.id == item.id)
             by_id[item.id] = replace(
                 item,
                 source="debate",
-                status=after,
+                status=status,
                 reason=f"revised in the debate: {reason}",
                 falsification=falsification,
             )
