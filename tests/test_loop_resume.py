@@ -77,7 +77,12 @@ def test_a_round_killed_after_its_receipt_is_not_redone(repo: Path) -> None:
         RUN, 2, "replay", "medium", "ready", 10, f"trace_{RUN}_r02", "2026-11-30T00:00:00Z"
     )
     assert log.append(receipt)
-    result = run_loop(LoopOptions(repo, CASE / "patch.diff", findings_dir=CASE), out=io.StringIO())
+    import pytest_critic22
+
+    result = pytest_critic22.loop(
+        CASE / "patch.diff", repo=repo, findings_dir=CASE, out=io.StringIO()
+    )
+    assert isinstance(result, pytest_critic22.LoopResult)
     assert result.status == "acquitted" and result.rounds[-1].round == 2
     assert len(log.for_run(RUN)) == 1
     assert json.loads((stage / state.STATE_FILE).read_text())["status"] == "completed"
