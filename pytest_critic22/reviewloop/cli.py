@@ -21,7 +21,9 @@ until a round acquits (score >= 6 and verdict ready or almost, both from executi
 --max-rounds is reached. State, logs and final.diff are written to .critic22/review-stage/;
 an interrupted loop resumes where it stopped when run again within 24 hours.
 
-Any other --critic22-... option (spec, obligations, reruns, ...) is passed to every review.
+Any other option written --critic22-NAME=VALUE (spec, obligations, reruns, ...), and -o/-p
+with their value, is passed to every review. Exit status: 0 acquitted, 1 not acquitted,
+3 blocked (a review could not look), 2 usage error.
 """
 
 _REFUSED = ("--critic22=", "--critic22-report", "--critic22-only")
