@@ -39,9 +39,15 @@ def sample(tmp_path: Path) -> Path:
     return materialize("textstats", tmp_path / "repo")
 
 
+#: One run per tree and finding: confirmation reruns are the plugin's business, tested there.
+FAST = ("--critic22-reruns=1",)
+
+
 def options(repo: Path, case: str, **kw: Any) -> LoopOptions:
     folder = LOOPS / case
-    return LoopOptions(repo=repo, patch=folder / "patch.diff", findings_dir=folder, **kw)
+    return LoopOptions(
+        repo=repo, patch=folder / "patch.diff", findings_dir=folder, plugin_args=FAST, **kw
+    )
 
 
 def receipts(repo: Path) -> list[dict[str, Any]]:
@@ -153,7 +159,7 @@ def _loop_command(repo: Path, case: str) -> list[str]:
     folder = LOOPS / case
     code = "import sys; from pytest_critic22.cli import main; sys.exit(main(sys.argv[1:]))"
     patch = str(folder / "patch.diff")
-    return [sys.executable, "-c", code, "loop", patch, f"--critic22-findings={folder}"]
+    return [sys.executable, "-c", code, "loop", patch, f"--critic22-findings={folder}", *FAST]
 
 
 def test_sigkill_in_round_two_then_resume(tmp_path: Path) -> None:

@@ -104,6 +104,7 @@ def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(repo: 
             author_model="anthropic/claude-x",
             difficulty="hard",
             max_rounds=2,
+            plugin_args=("--critic22-reruns=1",),
         )
         result = run_loop(opts, out=io.StringIO())
         requests = server.requests
@@ -156,6 +157,7 @@ def test_nightmare_second_critic_reads_whole_modules_in_a_fresh_context(repo: Pa
             api_base=server.url,
             second_model="openai/second-test",
             difficulty="nightmare",
+            plugin_args=("--critic22-reruns=1",),
         )
         result = run_loop(opts, out=io.StringIO())
         requests = server.requests

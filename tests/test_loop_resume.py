@@ -100,7 +100,14 @@ def test_a_legacy_state_without_run_id_gets_one_and_starts_over(repo: Path, tmp_
     (rounds / "round-1.json").write_text("[]")
     out = io.StringIO()
     result = run_loop(
-        LoopOptions(repo, CASE / "patch.diff", findings_dir=rounds, max_rounds=1), out=out
+        LoopOptions(
+            repo,
+            CASE / "patch.diff",
+            findings_dir=rounds,
+            max_rounds=1,
+            plugin_args=("--critic22-reruns=1",),
+        ),
+        out=out,
     )
     text = out.getvalue()
     assert f"No run_id in legacy state file; assigned {result.run_id} for this resume." in text
