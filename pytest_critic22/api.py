@@ -341,7 +341,8 @@ def review(
     what the orphan left is pruned by the next run as a crashed run's).
     """
     repo = Path(repo).resolve()
-    with tempfile.TemporaryDirectory(prefix="critic22-api-") as scratch:
+    _prune_orphans()
+    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
         folder = Path(scratch)
         inputs: dict[str, str] = {}
         spec_file = _as_file(spec, folder / "spec.md", inputs, "spec")
@@ -396,6 +397,27 @@ def review(
             error="" if report is not None and code is not None else error,
             inputs=inputs,
         )
+
+
+#: A review's scratch folder: critic22-api-<pid>-<random>, so that the next review can tell
+#: the folders of a caller killed by SIGKILL (a TemporaryDirectory cannot clean up then).
+_SCRATCH = "critic22-api-"
+
+
+def _prune_orphans() -> None:
+    """Remove the scratch folders of callers that are gone (a dead PID)."""
+    import shutil
+
+    for folder in Path(tempfile.gettempdir()).glob(f"{_SCRATCH}*-*"):
+        pid = folder.name[len(_SCRATCH) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # alive, someone else's
+            continue
 
 
 def _as_file(value: str | Path | None, path: Path, inputs: dict[str, str], key: str) -> Path | None:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -184,6 +185,8 @@ def test_sigkill_in_round_two_then_resume(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
+    scratch = list(Path(tempfile.gettempdir()).glob(f"critic22-api-{proc.pid}-*"))
+    assert scratch  # the killed loop's review left its scratch folder: the next run removes it
     stage = repo / state.STAGE
     before = json.loads((stage / state.STATE_FILE).read_text())
     assert before["round"] == 1 and before["status"] == "in_progress"
@@ -196,6 +199,7 @@ def test_sigkill_in_round_two_then_resume(tmp_path: Path) -> None:
     (receipt,) = receipts(repo)  # no duplicated or partial receipt
     assert receipt["run_id"] == before["run_id"] and receipt["round"] == 2
     assert "redone after an interruption" not in (stage / "AUTO_REVIEW.md").read_text()
+    assert not any(p.exists() for p in scratch)
     clean(repo)
 
 
