@@ -181,6 +181,23 @@ def _add_run(group: pytest.OptionGroup) -> None:
         help="consistent failing runs needed before a failure counts (default 3)",
     )
     group.addoption(
+        "--critic22-rerun-mode",
+        dest="critic22_rerun_mode",
+        choices=("inprocess", "process"),
+        default="inprocess",
+        help="how a failing test is run again to confirm it: 'inprocess' re-executes the test "
+        "in the same child pytest with fresh function fixtures (default); 'process' starts a "
+        "fresh child pytest for each confirmation run",
+    )
+    group.addoption(
+        "--critic22-fresh-trees",
+        dest="critic22_fresh_trees",
+        action="store_true",
+        default=False,
+        help="build every tree anew with git worktree add, rather than resetting a warm tree "
+        "kept from an earlier run on this repository",
+    )
+    group.addoption(
         "--critic22-max-findings",
         dest="critic22_max_findings",
         metavar="N",

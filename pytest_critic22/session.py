@@ -86,7 +86,7 @@ def configure(config: pytest.Config) -> Critic22Plugin:
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
     sandbox = resolve_sandbox(config)
-    trees = TreeSet(repo, base, ledger.run_id)
+    trees = TreeSet(repo, base, ledger.run_id, warm=not opts.fresh_trees)
     trees.setup = tree_setup(config, sandbox, opts)
     plugin = Critic22Plugin(config, opts, inputs, ledger, trees, sandbox)
     if workerinput is None:  # the report formats write on the controller only
@@ -442,7 +442,8 @@ class Critic22Plugin:
         return self._claimed
 
     def cleanup(self) -> None:
-        """Remove this run's worktrees. Safe to call twice, and from atexit."""
+        """Remove this run's worktrees (warm ones go back to the repository's pool). Safe to
+        call twice, and from atexit."""
         if not self._claimed or self.is_worker:
             return
         self._claimed = False

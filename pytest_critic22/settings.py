@@ -50,6 +50,8 @@ class ReviewOptions:
     max_findings: int = 20
     timeout: float = 120.0  # one procedure run
     reruns: int = 3
+    rerun_mode: str = "inprocess"  # inprocess | process
+    fresh_trees: bool = False  # --critic22-fresh-trees
     pythonpath: tuple[str, ...] = ()  # folders relative to a tree (empty: detect)
     acceptance: str | None = None
     max_packet_chars: int = 60000
@@ -91,6 +93,8 @@ class ReviewOptions:
             max_findings=option("critic22_max_findings"),
             timeout=option("critic22_timeout"),
             reruns=option("critic22_reruns"),
+            rerun_mode=option("critic22_rerun_mode"),
+            fresh_trees=option("critic22_fresh_trees"),
             pythonpath=_dirs(option("critic22_pythonpath")),
             acceptance=option("critic22_acceptance"),
             max_packet_chars=option("critic22_max_packet_chars"),

@@ -6,6 +6,12 @@ once per variant per run, shared by every finding (and every xdist worker) that 
 them; creation is serialised repository-wide because concurrent ``git worktree add``
 races on ``.git/config.lock``. The user's checkout (branch, index, stash, untracked
 files) is only ever read.
+
+With ``warm=True`` (the plugin's default; ``--critic22-fresh-trees`` is ``warm=False``) a
+tree comes from the repository's pool of warm trees (:mod:`pytest_critic22.warmtrees`),
+reset to the base commit, and goes back to it at the end; the run's folder then holds a
+link ``<variant> -> the pool's tree`` (the record of what it holds), and :meth:`TreeSet.get`
+returns the pool's folder itself (the sandbox binds real paths, never a link in ``/tmp``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 import shlex
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +31,8 @@ from typing import Any
 
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
+from pytest_critic22.ledger import STATE_DIR
+from pytest_critic22.warmtrees import FAILURES, WarmPool
 
 __all__ = [
     "TreeError",
@@ -83,12 +92,14 @@ def trees_root(repo: Path) -> Path:
 class TreeSet:
     """The trees of one run. Every process of the run (xdist workers too) shares the folder."""
 
-    def __init__(self, repo: Path, base_commit: str, run_id: str) -> None:
+    def __init__(self, repo: Path, base_commit: str, run_id: str, *, warm: bool = False) -> None:
         self.repo = repo
         self.base_commit = base_commit
         self.root = trees_root(repo) / run_id
         self._made: dict[str, Path] = {}
+        self._made_lock = threading.Lock()  # get() is called from several threads at once
         self.setup = TreeSetup()
+        self.pool = WarmPool(repo, _owner_alive) if warm else None
 
     @property
     def scratch(self) -> Path:
@@ -106,41 +117,79 @@ class TreeSet:
         (self.root / _OWNER).write_text(json.dumps(_identity(os.getpid())))
 
     def get(self, variant: Variant) -> Path:
-        if variant.name in self._made:
-            return self._made[variant.name]
-        path = self.root / variant.name
+        """The variant's tree, built by the first caller of the run (thread, process or xdist
+        worker: the repository-wide file lock serialises them all, one open file each)."""
+        with self._made_lock:
+            made = self._made.get(variant.name)
+        if made is not None:
+            return made
+        ready = self.root / f"{variant.name}{_READY}"
         with self._lock():
-            if not (self.root / f"{variant.name}{_READY}").exists():
-                self._build(variant, path)
-        self._made[variant.name] = path
-        return path
+            if not ready.exists():
+                self._build(variant, self.root / variant.name)
+            tree = Path(ready.read_text())  # a warm tree is the pool's folder
+        with self._made_lock:
+            self._made[variant.name] = tree
+        return tree
 
     def _build(self, variant: Variant, path: Path) -> None:
-        if path.exists():  # a half-built tree from an interrupted attempt
-            self._remove_tree(path)
-        try:
-            git(["worktree", "add", "--detach", "--force", str(path), self.base_commit], self.repo)
-        except GitError as exc:
-            raise TreeError(f"cannot create the {variant.name} tree: {exc}") from None
+        if os.path.lexists(path):  # a half-built tree from an interrupted attempt
+            self._drop(path)
+        tree = self._warm(variant, path) if self.pool is not None else None
+        if tree is None:
+            tree = path
+            try:
+                git(
+                    ["worktree", "add", "--detach", "--force", str(path), self.base_commit],
+                    self.repo,
+                )
+            except GitError as exc:
+                raise TreeError(f"cannot create the {variant.name} tree: {exc}") from None
         for number, patch in enumerate(variant.patches, 1):
             if not patch:
                 continue
             # A critic's repair may miscount its hunks: recount, still checking the context.
             recount = ["--recount"] if number == 2 else []
             done = git(
-                ["apply", "--whitespace=nowarn", *recount, "-"], path, input=patch, check=False
+                ["apply", "--whitespace=nowarn", *recount, "-"], tree, input=patch, check=False
             )
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
-                self._remove_tree(path)
+                self._drop(path)
                 what = "the repair" if number == 2 else "the patch"
                 raise TreeError(f"{what} does not apply for the {variant.name} tree: {first}")
         try:
-            self.setup.prepare(self.repo, path, variant.name, scratch=self.scratch)
+            self.setup.prepare(self.repo, tree, variant.name, scratch=self.scratch)
         except TreeError:
-            self._remove_tree(path)
+            self._drop(path)
             raise
-        (self.root / f"{variant.name}{_READY}").write_text(str(path))
+        (self.root / f"{variant.name}{_READY}").write_text(str(tree))
+
+    def _warm(self, variant: Variant, path: Path) -> Path | None:
+        """A warm tree at the base commit, linked from ``path``; None when the pool cannot
+        give one (the caller builds a fresh tree: any failure here, never a wrong tree)."""
+        assert self.pool is not None
+        try:
+            tree = self.pool.take(variant.name, self.base_commit, self.root)
+        except FAILURES:
+            return None
+        try:
+            os.symlink(tree, path)
+        except OSError:
+            self.pool.give_back([tree], self.root)
+            return None
+        return tree
+
+    def _drop(self, path: Path) -> None:
+        """Take a tree out of the run: a warm one back to the pool, a fresh one removed."""
+        if path.is_symlink():
+            self._pool().give_back([Path(os.readlink(path))], self.root)
+            path.unlink()
+        else:
+            self._remove_tree(path)
+
+    def _pool(self) -> WarmPool:
+        return self.pool if self.pool is not None else WarmPool(self.repo, _owner_alive)
 
     def check_applies(self, patch: ParsedPatch) -> str | None:
         """Why the patch does not apply to the base commit, or None when it does."""
@@ -153,14 +202,19 @@ class TreeSet:
         return None
 
     def remove_all(self) -> None:
-        """Remove every tree of this run and forget them in the repository; remove the
-        repository's folder too when no other run uses it."""
+        """Remove every tree of this run and forget them in the repository (warm ones go back
+        to the pool); remove the repository's folder too when no other run uses it."""
         if self.root.exists():
+            links = [child for child in sorted(self.root.iterdir()) if child.is_symlink()]
+            if links:
+                with _repo_lock(self.root.parent):
+                    self._pool().give_back([Path(os.readlink(c)) for c in links], self.root)
             for child in sorted(self.root.iterdir()):
-                if child.is_dir():
+                if child.is_dir() and not child.is_symlink():
                     self._remove_tree(child)
             shutil.rmtree(self.root, ignore_errors=True)
-        git(["worktree", "prune"], self.repo, check=False)
+        with _repo_lock(self.root.parent):  # never while the pool moves a tree's .git file
+            git(["worktree", "prune"], self.repo, check=False)
         self._made.clear()
         _remove_if_unused(self.root.parent)
 
@@ -229,6 +283,8 @@ class TreeSetup:
                 relative = found.relative_to(source)
                 if not found.is_file() or found.is_symlink() or ".git" in relative.parts:
                     continue  # never a link out of the user's checkout, never git's files
+                if relative.parts[0] == STATE_DIR:
+                    continue  # nor the state folder: ``**`` would find the warm trees in it
                 # Never a tracked file's content, and never through a link the patch added
                 # (``_version.py -> /anywhere``): a dangling link does not "exist".
                 try:
@@ -328,12 +384,23 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
         for run in sorted(root.iterdir()):
             if not run.is_dir() or run.name == keep or _owner_alive(run):
                 continue
+            links = [tree for tree in sorted(run.iterdir()) if tree.is_symlink()]
+            if links:  # warm trees: back to the pool, for the next run to reuse
+                with _repo_lock(root):
+                    pool = WarmPool(repo, _owner_alive)
+                    pool.give_back([Path(os.readlink(link)) for link in links], run)
+                removed += [str(link) for link in links]
             for tree in sorted(run.iterdir()):
-                if tree.is_dir() and tree.name not in ("scratch", "slots"):
+                if (
+                    tree.is_dir()
+                    and not tree.is_symlink()
+                    and tree.name not in ("scratch", "slots")
+                ):
                     git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
                     removed.append(str(tree))
             shutil.rmtree(run, ignore_errors=True)
-    git(["worktree", "prune"], repo, check=False)
+    with _repo_lock(root):  # never while the pool moves a tree's .git file
+        git(["worktree", "prune"], repo, check=False)
     _remove_if_unused(root)
     return removed
 
