@@ -28,10 +28,10 @@ Rows (ratio = numerator median / denominator median):
 - ``-n 2`` ÷ serial on 32 findings (pytest-xdist).
 - Tree setup on a 5,000-file repository ÷ on the 300-test one: the plugin's own ``TreeSet``
   building the run's two trees (patched, counterfactual) and removing them, in a child
-  process. Warm trees (issue 15, item 4) are not implemented yet: every run builds its trees
-  fresh, so this row is the baseline the feature will be compared against; the row after it
-  emulates warm trees with plain git (reset kept worktrees with ``git checkout --detach`` +
-  ``git clean``) to show what the feature could gain. It is not the plugin.
+  process; and warm ÷ fresh on the 5,000-file one (warm: the trees of the repository's pool,
+  reset with ``git checkout --detach`` + ``git clean -ffdx`` and given back; issue 15 item 4).
+- xdist's own cost: plain ``pytest -n 2`` ÷ plain ``pytest`` on the generated repository's
+  tests, the floor under the ``-n 2`` row.
 - The sandbox's per-run cost: the 1-finding run with ``--critic22-sandbox=bwrap`` ÷ with
   ``--critic22-sandbox=rlimits`` (skipped, with a note, when bubblewrap cannot run here).
 
@@ -280,34 +280,14 @@ import sys
 from pathlib import Path
 from pytest_critic22.trees import TreeSet, Variant
 repo, base, patch = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]).read_text()
-trees = TreeSet(repo, base, "bench-verify")
+warm = len(sys.argv) > 4 and sys.argv[4] == "warm"
+trees = TreeSet(repo, base, "bench-verify", warm=warm)
 trees.claim()
 try:
     trees.get(Variant("patched", (patch,)))
     trees.get(Variant("without-e1", ("",)))
 finally:
     trees.remove_all()
-"""
-
-# Plain git, as the warm-trees feature might do it: kept worktrees reset in place, versus
-# made afresh and removed (what TreeSet does today), for the same two trees.
-_FRESH_SH = """\
-set -e
-git worktree add -q --detach --force "$1/patched" "$2"
-git -C "$1/patched" apply --whitespace=nowarn "$3"
-git worktree add -q --detach --force "$1/counterfactual" "$2"
-echo x > "$1/patched/tests/test_critic22_f1.py"
-git worktree remove --force --force "$1/patched"
-git worktree remove --force --force "$1/counterfactual"
-"""
-_WARM_SH = """\
-set -e
-for tree in patched counterfactual; do
-    git -C "$1/$tree" checkout -q --detach --force "$2"
-    git -C "$1/$tree" clean -q -fd
-done
-git -C "$1/patched" apply --whitespace=nowarn "$3"
-echo x > "$1/patched/tests/test_critic22_f1.py"
 """
 
 
@@ -469,7 +449,10 @@ def run_all(
         plugin_many_n2 = plugin_arm(
             f"plugin, {many} findings, -n 2", repo, patch, tmp, many, ["-n", "2"]
         )
+        plain_serial = Arm("plain pytest, the repository's tests", [*PYTEST], repo)
+        plain_n2 = Arm("plain pytest -n 2, the repository's tests", [*PYTEST, "-n", "2"], repo)
         arms = [raw_patched, raw_counter, plugin_one, plugin_few, plugin_many, plugin_many_n2]
+        arms += [plain_serial, plain_n2]
         for arm in (raw_patched, raw_counter, plugin_one):  # warm caches; not timed
             arm.run(env)
             arm.samples.clear()
@@ -513,6 +496,17 @@ def run_all(
             "≤ 0.6×",
         )
     )
+    tests = scale.test_files * scale.tests_per_file
+    rows.append(
+        Row(
+            f"xdist's own cost: plain pytest -n 2 ÷ serial ({tests} tests)",
+            plain_n2.median,
+            plain_serial.median,
+            "(context)",
+            "the -n 2 row's floor: a serial review already runs different trees side by "
+            "side on every CPU, so xdist adds its workers' start-up and little else",
+        )
+    )
     notes.append(
         f"raw runs: patched {raw_patched.median:.2f} s (fails, as the finding says), "
         f"counterfactual {raw_counter.median:.2f} s (passes)"
@@ -522,7 +516,8 @@ def run_all(
         inside = statistics.median(arm.child_seconds)
         per_child = inside / max(1, statistics.median(arm.child_runs))
         notes.append(
-            f"{arm.name}: {runs} child pytest runs (sandbox {arm.sandbox}), "
+            f"{arm.name}: {runs} runs in the report (a child merged for n findings counts n; "
+            f"sandbox {arm.sandbox}), "
             f"{inside:.1f} s summed inside them ({per_child:.2f} s each), "
             f"of a {arm.median:.1f} s run"
         )
@@ -540,24 +535,16 @@ def run_all(
         [sys.executable, "-c", _TREESET, str(big), big_base, str(big_patch)],
         big,
     )
-    with worktrees(big, tmp / "kept") as added:
-        for name in ("patched", "counterfactual"):
-            add_tree(big, tmp / "kept" / name, big_base, None, added)
-        fresh_git = Arm(
-            "git: 2 worktrees added + removed",
-            ["sh", "-c", _FRESH_SH, "sh", str(tmp / "fresh"), big_base, str(big_patch)],
-            big,
-        )
-        warm_git = Arm(
-            "git: 2 kept worktrees reset (checkout --detach + clean)",
-            ["sh", "-c", _WARM_SH, "sh", str(tmp / "kept"), big_base, str(big_patch)],
-            big,
-        )
-        tree_arms = [small_trees, big_trees, fresh_git, warm_git]
-        for arm in tree_arms:  # warm the page cache; not timed
-            arm.run(env)
-            arm.samples.clear()
-        interleave(tree_arms, repeat, env, "trees")
+    warm_trees = Arm(
+        f"TreeSet: 2 warm trees reset + given back, {scale.big_files:,}-file repository",
+        [sys.executable, "-c", _TREESET, str(big), big_base, str(big_patch), "warm"],
+        big,
+    )
+    tree_arms = [small_trees, big_trees, warm_trees]
+    for arm in tree_arms:  # the page cache, and the warm pool's first fill; not timed
+        arm.run(env)
+        arm.samples.clear()
+    interleave(tree_arms, repeat, env, "trees")
     big_count, small_count = count_files(big), count_files(repo)
     rows.append(
         Row(
@@ -565,18 +552,16 @@ def run_all(
             big_trees.median,
             small_trees.median,
             "baseline",
-            "warm trees are not implemented yet: every run builds its trees fresh; "
-            "this row is what the feature will be compared against",
         )
     )
     rows.append(
         Row(
-            f"warm ÷ fresh trees, {big_count:,} files (git-level emulation)",
-            warm_git.median,
-            fresh_git.median,
+            f"tree setup, {big_count:,} files: warm ÷ fresh trees",
+            warm_trees.median,
+            big_trees.median,
             "(none given)",
-            "not the plugin: plain git doing what issue 15 item 4 describes "
-            "(checkout --detach + clean in kept worktrees vs worktree add + remove)",
+            "the plugin's TreeSet: a kept tree reset (checkout --detach + clean -ffdx) vs "
+            "git worktree add; see also benchmarks/bench_trees.py",
         )
     )
 

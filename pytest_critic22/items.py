@@ -10,7 +10,7 @@ method per item kind); they never reach into the plugin object.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,6 +45,13 @@ class Executor(Protocol):
     def execute(self, routed: RoutedFinding) -> FindingResult: ...
 
     def execute_preservation(self, group: str, tests: tuple[str, ...]) -> FindingResult: ...
+
+    def run_item(
+        self, name: str, peers: Mapping[str, Callable[[], FindingResult]]
+    ) -> FindingResult:
+        """Item ``name``'s result: executed together with its selected ``peers``
+        (:mod:`pytest_critic22.itembatch`), or read from the process that did."""
+        ...
 
 
 class VerifiedDefect(Exception):
@@ -97,8 +104,18 @@ class _GeneratedItem(pytest.Item):
     def explain(self, result: FindingResult) -> str:
         raise NotImplementedError
 
+    def peers(self) -> dict[str, Callable[[], FindingResult]]:
+        """The generated items of this patch that this session runs (after -k, --lf, ...)."""
+        return {
+            item.name: item.execute
+            for item in self.session.items
+            if isinstance(item, _GeneratedItem) and item.parent is self.parent
+        }
+
     def runtest(self) -> None:
-        result = self.execute()
+        peers = self.peers()
+        peers.setdefault(self.name, self.execute)
+        result = self.patch_node.executor.run_item(self.name, peers)
         # Carried to the controller (also from an xdist worker) through the test report.
         self.user_properties.append((PROPERTY, json.dumps(result.to_record())))
         self.user_properties.append((OUTCOME, result.outcome.kind))

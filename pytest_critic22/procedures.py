@@ -23,12 +23,13 @@ from pytest_critic22.nodeids import (
     is_nodeid,
 )
 from pytest_critic22.progress import step
-from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
+from pytest_critic22.runner import Case, cpu_slot, detect_pythonpath, run_cases
 from pytest_critic22.sandbox import Sandbox
 from pytest_critic22.trees import TreeSet, Variant, write_in_tree
-from pytest_critic22.verify import Outcome, RunResult, import_failure
+from pytest_critic22.verify import Outcome, RunResult, confirmation_runs, import_failure
 
 if TYPE_CHECKING:
+    from pytest_critic22.batching import Batcher
     from pytest_critic22.kinds.base import FindingLike, NotExecutable, Scope
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "obligation_tests",
     "prepare_args",
     "read_source",
+    "run_child",
+    "run_confirmed",
     "run_tests",
     "scrubbed",
 ]
@@ -67,6 +70,10 @@ class ExecutionContext:
     checks: Any = None  # the run's CheckRegistry (static: checks)
     # Where the kinds say each step (see pytest_critic22.progress); None: silent.
     progress: Callable[[str], None] | None = None
+    rerun_mode: str = "inprocess"  # how a failure is confirmed: inprocess | process
+    # Merges this procedure's runs with its peers' by tree (pytest_critic22.batching);
+    # None: every run is a child of its own.
+    batch: Batcher | None = None
 
     def say(self, text: str) -> None:
         """One step of the procedure (``patched run 2/3``): OUR words and counters only,
@@ -185,18 +192,72 @@ def prepare_args(
 
 def run_tests(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> RunResult:
     """Run these tests in ``tree``; node ids are checked data, never options or outside paths."""
+    return _run(ctx, tree, nodeids, 1)
+
+
+def run_confirmed(
+    ctx: ExecutionContext, tree: Path, nodeids: Sequence[str], label: str = "patched run"
+) -> list[RunResult]:
+    """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
+
+    In process (the default) a failing test is executed again in the same child with fresh
+    function fixtures; ``--critic22-rerun-mode=process`` starts a fresh child per run. Either
+    way one run per attempt is returned, and a test that fails once and passes once is a
+    flaky result (:func:`pytest_critic22.verify.confirm_failure`).
+    """
+    times = max(1, ctx.reruns)
+    runs: list[RunResult] = []
+    if ctx.rerun_mode != "process":
+        ctx.say(
+            f"{label}, a failure confirmed {times}x in one process" if times > 1 else label + " 1/1"
+        )
+        first = _run(ctx, tree, nodeids, times)
+        failing = [name for name, status in first.tests.items() if status == "failed"]
+        if all(first.attempts.get(name) for name in failing):
+            return confirmation_runs(first, times)
+        runs = [first]  # a failure the child did not attempt again: fresh runs confirm it
+        if first.status != "failed":
+            return runs
+    for attempt in range(len(runs), times):
+        ctx.say(f"{label} {attempt + 1}/{times}")
+        run = run_tests(ctx, tree, nodeids)
+        runs.append(run)
+        if run.status != "failed":
+            break
+    return runs
+
+
+def _run(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str], attempts: int) -> RunResult:
     for nodeid in nodeids:
         problem = check_in_tree(nodeid, tree)
         if problem:
             return RunResult("error", f"refused to run: {problem}", None, 0.0)
+    if ctx.batch is not None:
+        from pytest_critic22.batching import RunRequest
+
+        return ctx.batch.run(RunRequest(tree, tuple(nodeids), attempts))
+    return run_child(ctx, tree, nodeids, attempts)[0]
+
+
+def run_child(
+    ctx: ExecutionContext,
+    tree: Path,
+    nodeids: Sequence[str],
+    attempts: int,
+    merged: bool = False,
+) -> tuple[RunResult, list[Case]]:
+    """One child pytest for these (checked) node ids, holding one of the CPU slots; a
+    ``merged`` run (several findings' tests) goes on past a module that fails to import."""
     with cpu_slot(ctx.slot_dir, ctx.slots):
-        return run_pytest(
+        return run_cases(
             tree,
             as_pytest_args(nodeids),
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,
             scratch=ctx.scratch,
+            attempts=attempts,
+            extra_args=["--continue-on-collection-errors"] if merged else [],
         )
 
 

@@ -16,11 +16,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
     CHILD_HOME,
     CHILD_TMP,
@@ -30,15 +31,20 @@ from pytest_critic22.sandbox import (
     resolve,
 )
 from pytest_critic22.scrub import is_secret_name, scrub
-from pytest_critic22.verify import RunResult, RunStatus
+from pytest_critic22.verify import RunResult
 
 __all__ = [
+    "Case",
     "RunResult",
     "clean_env",
     "cpu_slot",
     "default_sandbox",
     "detect_pythonpath",
+    "interpret",
     "is_secret_name",
+    "kill_live_children",
+    "read_cases",
+    "run_cases",
     "run_pytest",
     "scrubbed_tail",
     "spawn_python",
@@ -103,6 +109,8 @@ def run_pytest(
     sandbox: Sandbox | None = None,
     writable: Sequence[Path] = (),
     scratch: Path | None = None,
+    attempts: int = 1,
+    trim_plugins: bool = True,
 ) -> RunResult:
     """Run ``python -m pytest ARGS`` in ``tree``; never hangs past ``timeout``.
 
@@ -115,11 +123,106 @@ def run_pytest(
     line of defence an argument starting with ``@`` is refused: pytest reads it as a file of
     more arguments (``@x.py`` reads ``x.py``), so a tree holding both files could smuggle
     options, or tests outside the tree, past every node id check.
+
+    ``attempts`` > 1 re-executes a failing test in the same child until it passes or has
+    failed that often (:mod:`pytest_critic22.childrerun`); the outcomes are the result's
+    ``attempts``. ``trim_plugins`` blocks the installed plugins the project does not use
+    (:mod:`pytest_critic22.childplugins`); a run that errors that way is run again whole.
     """
+    result, _ = run_cases(
+        tree,
+        args,
+        timeout=timeout,
+        pythonpath=pythonpath,
+        memory_bytes=memory_bytes,
+        max_processes=max_processes,
+        env=env,
+        extra_env=extra_env,
+        module=module,
+        plugins=plugins,
+        sandbox=sandbox,
+        writable=writable,
+        scratch=scratch,
+        attempts=attempts,
+        trim_plugins=trim_plugins,
+    )
+    return result
+
+
+def run_cases(
+    tree: Path,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    pythonpath: Sequence[Path],
+    memory_bytes: int = 4 << 30,
+    max_processes: int = 256,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    module: Sequence[str] = (),
+    plugins: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
+    writable: Sequence[Path] = (),
+    scratch: Path | None = None,
+    attempts: int = 1,
+    trim_plugins: bool = True,
+    extra_args: Sequence[str] = (),
+) -> tuple[RunResult, list[Case]]:
+    """:func:`run_pytest`, with the per-test cases of its JUnit report (node ids, attempts,
+    failure texts): what a batch of several findings' tests is split by."""
+    blocked: tuple[str, ...] = ()
+    if trim_plugins:
+        from pytest_critic22.childplugins import blocked_plugins
+
+        blocked = blocked_plugins(tree, [a for a in args if not a.startswith("-")])
+    once = functools.partial(
+        _run_once,
+        tree,
+        args,
+        timeout=timeout,
+        pythonpath=pythonpath,
+        memory_bytes=memory_bytes,
+        max_processes=max_processes,
+        env=env,
+        extra_env=extra_env,
+        module=module,
+        plugins=plugins,
+        sandbox=sandbox,
+        writable=writable,
+        scratch=scratch,
+        attempts=attempts,
+        extra_args=extra_args,
+    )
+    result, cases = once(blocked=blocked)
+    if blocked and result.status == "error" and result.exit_code in (1, 2, 3, 4, 5):
+        # A guess about the plugins may be why: the verdict comes from a whole run.
+        result, cases = once(blocked=())
+    return result, cases
+
+
+def _run_once(
+    tree: Path,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    pythonpath: Sequence[Path],
+    memory_bytes: int,
+    max_processes: int,
+    env: Mapping[str, str] | None,
+    extra_env: Mapping[str, str] | None,
+    module: Sequence[str],
+    plugins: Sequence[str],
+    sandbox: Sandbox | None,
+    writable: Sequence[Path],
+    scratch: Path | None,
+    attempts: int,
+    blocked: Sequence[str],
+    extra_args: Sequence[str],
+) -> tuple[RunResult, list[Case]]:
     for arg in args:
         if arg.startswith("@"):
             reason = f"refused to run: {arg!r} would be read by pytest as a file of arguments"
-            return RunResult("error", reason, None, 0.0)
+            return RunResult("error", reason, None, 0.0), []
     with tempfile.TemporaryDirectory(prefix="critic22-run-", dir=_scratch(scratch)) as tmp:
         junit = Path(tmp) / "junit.xml"
         python_args = [
@@ -131,6 +234,10 @@ def run_pytest(
             "no:critic22",
             "-p",
             "no:cacheprovider",
+            *[arg for name in blocked for arg in ("-p", f"no:{name}")],
+            "-p",
+            "pytest_critic22.childrerun",
+            *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
             "-q",
             "-rN",
             f"--junitxml={junit}",
@@ -139,7 +246,8 @@ def run_pytest(
             "-o",
             "junit_logging=no",
             "--color=no",
-            *_no_measurement(),
+            *([] if "pytest_cov" in blocked else _no_measurement()),
+            *extra_args,
             *args,
         ]
         code, out, seconds = spawn_python(
@@ -156,8 +264,12 @@ def run_pytest(
             scratch=scratch,
         )
         if code is None:
-            return RunResult("error", f"timed out after {timeout:g}s", None, seconds, output=out)
-        return _interpret(code, junit, out, seconds)
+            timed_out = RunResult(
+                "error", f"timed out after {timeout:g}s", None, seconds, output=out
+            )
+            return timed_out, []
+        cases = read_cases(junit)
+        return interpret(code, cases, out, seconds), cases
 
 
 def default_sandbox() -> Sandbox:
@@ -233,15 +345,17 @@ def _supervise(
     command: Sequence[str], tree: Path, env: Mapping[str, str], timeout: float
 ) -> tuple[int | None, bytes, float]:
     start = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=tree,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with _LIVE_LOCK:
+        proc = subprocess.Popen(
+            command,
+            cwd=tree,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        _LIVE.add(proc)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -252,7 +366,24 @@ def _supervise(
         raise
     finally:
         _kill_group(proc)  # grandchildren that outlived the child
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     return proc.returncode, out or b"", time.monotonic() - start
+
+
+# Children started by this process and not yet reaped: a batch interrupted in one thread
+# kills those that other threads wait for (see pytest_critic22.batching).
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_live_children() -> None:
+    """Kill the process group of every child this process is running (from any thread)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _scratch(folder: Path | None) -> str | None:
@@ -270,64 +401,6 @@ def _no_measurement() -> list[str]:
     import importlib.util
 
     return ["--no-cov"] if importlib.util.find_spec("pytest_cov") is not None else []
-
-
-def _interpret(code: int, junit: Path, output: str, seconds: float) -> RunResult:
-    """The run's verdict from its per-test outcomes; the exit status only where no test
-    outcome says anything (a usage error, no tests, an internal error, a kill)."""
-    tests = _read_junit(junit)
-    statuses = set(tests.values())
-    if code >= 0 and code not in (2, 3, 4, 5) and tests:
-        note = ""
-        if "failed" in statuses:
-            status: RunStatus = "failed"
-        elif "error" in statuses:
-            return RunResult(
-                "error", "errors during collection or setup", code, seconds, tests, output
-            )
-        else:
-            status = "passed"
-        if (code == 0) != (status == "passed"):
-            # e.g. a coverage threshold, a plugin's session-finish hook, warnings as errors
-            note = f"exit status {code} ignored: the per-test outcomes decide ({status})"
-        return RunResult(status, "", code, seconds, tests, output, note=note)
-    if code == 0:
-        return RunResult("passed", "", code, seconds, tests, output)
-    if code == 1:
-        return RunResult("error", "errors during collection or setup", code, seconds, tests, output)
-    reasons = {
-        2: "the run was interrupted (errors during collection?)",
-        3: "pytest internal error",
-        4: "pytest usage error (unknown test or option?)",
-        5: "no tests were collected",
-    }
-    if code < 0:
-        reason = f"killed by signal {-code} (resource limit?)"
-    else:
-        reason = reasons.get(code, f"pytest exited with {code}")
-    return RunResult("error", reason, code, seconds, tests, output)
-
-
-def _read_junit(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
-        return {}
-    tests: dict[str, str] = {}
-    for case in root.iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if case.find("failure") is not None:
-            status = "failed"
-        elif case.find("error") is not None:
-            status = "error"
-        elif case.find("skipped") is not None:
-            status = "skipped"
-        else:
-            status = "passed"
-        tests[name] = status
-    return tests
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -34,16 +34,18 @@ from pytest_critic22.review import (
 )
 from pytest_critic22.settings import ReviewOptions
 from pytest_critic22.trees import TreeSet
-from pytest_critic22.verify import Disposition
+from pytest_critic22.verify import Disposition, RunResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
     from pytest_critic22.checks import CheckRegistry
     from pytest_critic22.critic import Completion, CriticSettings
+    from pytest_critic22.itembatch import ItemBatch
     from pytest_critic22.kinds import KindRegistry
     from pytest_critic22.procedures import ExecutionContext
     from pytest_critic22.progress import TerminalProgress
+    from pytest_critic22.runner import Case
     from pytest_critic22.sandbox import Sandbox
 
 __all__ = ["PLUGIN_KEY", "Critic22Plugin", "configure"]
@@ -130,6 +132,7 @@ class Critic22Plugin:
         self._kinds: KindRegistry | None = None
         self._checks: CheckRegistry | None = None
         self._context: ExecutionContext | None = None
+        self._items: ItemBatch | None = None  # the generated items this process executes
         self._claimed = False  # this run claimed trees in the repository: cleanup owes them
         self._started = 0.0
         self.display: TerminalProgress | None = None  # the controller's progress line
@@ -325,6 +328,24 @@ class Critic22Plugin:
         self.ledger.append("preservation-run", result.to_record())
         return result
 
+    def run_item(
+        self, name: str, peers: Mapping[str, Callable[[], FindingResult]]
+    ) -> FindingResult:
+        if self._items is None:
+            from pytest_critic22.itembatch import ItemBatch
+
+            self._items = ItemBatch(
+                self.trees.scratch / "results", self._run_child, os.cpu_count() or 1
+            )
+        return self._items.result(name, peers)
+
+    def _run_child(
+        self, tree: Path, nodeids: Sequence[str], attempts: int, merged: bool
+    ) -> tuple[RunResult, list[Case]]:
+        from pytest_critic22.procedures import run_child
+
+        return run_child(self._ctx("batch"), tree, nodeids, attempts, merged)
+
     def _ctx(self, label: str) -> ExecutionContext:
         """The run's execution context, its progress lines labelled with the item's id."""
         from pytest_critic22.progress import labelled
@@ -350,8 +371,10 @@ class Critic22Plugin:
                 obligation_tests=review.obligation_tests,
                 checks=self.checks,
                 progress=self._progress_sink(),
+                rerun_mode=self.opts.rerun_mode,
             )
-        return replace(self._context, progress=labelled(self._context.progress, label))
+        batch = self._items.batcher if self._items is not None else None
+        return replace(self._context, progress=labelled(self._context.progress, label), batch=batch)
 
     def _progress_sink(self) -> Callable[[str], None] | None:
         """Where this process's items say their steps: the controller's display, or (on an

@@ -23,6 +23,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "confirm_failure",
+    "confirmation_runs",
     "decide",
     "error_summary",
     "gate",
@@ -42,6 +43,11 @@ class RunResult:
     tests: Mapping[str, str] = field(default_factory=dict)  # name -> passed|failed|skipped|error
     output: str = ""  # the tail of the child's output, for the report
     note: str = ""  # what a person should know: an exit status the outcomes overruled
+    # Per test that failed: the outcomes of its attempts in the same child (first included),
+    # when the child confirmed failures in process (--critic22-rerun-mode=inprocess).
+    attempts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    merged: int = 0  # > 1: this run's tests ran in one child with other requests' (a batch)
+    attempt: int = 0  # > 1: this "run" is attempt N of a test in the child of the first run
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -54,6 +60,10 @@ class RunResult:
         }
         if self.note:
             record["note"] = self.note
+        if self.merged > 1:
+            record["merged"] = self.merged
+        if self.attempt > 1:
+            record["attempt"] = self.attempt
         return record
 
 
@@ -102,6 +112,36 @@ def explain_error(run: RunResult) -> str:
     """A run's error reason, with the one-line cause from its output when there is one."""
     detail = error_summary(run.output) if run.status == "error" else ""
     return f"{run.reason}: {detail}" if detail and detail not in run.reason else run.reason
+
+
+def confirmation_runs(first: RunResult, times: int) -> list[RunResult]:
+    """The runs a failing run's in-process attempts stand for, as if each attempt had been
+    a run of its own: run k holds every test's k-th attempt (a test that stopped failing
+    keeps its last outcome). Stops after the first run that does not fail, like fresh runs.
+    """
+    runs = [first]
+    if first.status != "failed" or times <= 1 or not first.attempts:
+        return runs
+    for k in range(1, times):
+        tests = dict(first.tests)
+        for name, outcomes in first.attempts.items():
+            if name in tests and outcomes:
+                tests[name] = _as_status(outcomes[min(k, len(outcomes) - 1)])
+        statuses = set(tests.values())
+        status: RunStatus = (
+            "failed" if "failed" in statuses else "error" if "error" in statuses else "passed"
+        )
+        reason = "errors during collection or setup" if status == "error" else ""
+        code = 0 if status == "passed" else 1
+        again = RunResult(status, reason, code, 0.0, tests, first.output, attempt=k + 1)
+        runs.append(again)
+        if status != "failed":
+            break
+    return runs
+
+
+def _as_status(attempt: str) -> str:
+    return attempt if attempt in ("passed", "failed", "error", "skipped") else "error"
 
 
 def confirm_failure(runs: Sequence[RunResult]) -> Outcome | None:

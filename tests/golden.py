@@ -20,6 +20,9 @@ _SECONDS = re.compile(r"\b\d+(?:\.\d+)?s\b")
 _TMP = re.compile(r"(?:/private)?/tmp/[^\s'\"\]\)]*")
 _VOLATILE = {"run_id", "ledger", "base", "seconds", "traces", "patch", "file"}
 _RACY = ("runs", "failing_seeds", "divergence")
+# How a run was executed (merged with other findings' into one child; a confirmation
+# attempt inside the first run's child): mechanics, not what the run reported.
+_MECHANICS = {"merged", "attempt"}
 
 
 def golden_path(sample: str, case: str) -> Path:
@@ -30,7 +33,7 @@ def normalize(value: Any, key: str = "") -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if k in _VOLATILE:
+            if k in _VOLATILE or k in _MECHANICS:
                 continue
             if k == "output":  # a child's console output: its test outcomes are in "tests"
                 continue

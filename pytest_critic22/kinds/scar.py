@@ -18,10 +18,10 @@ from pytest_critic22.procedures import (
     FindingResult,
     environment_problem,
     prepare_args,
-    run_tests,
+    run_confirmed,
 )
 from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome, RunResult, confirm_failure
+from pytest_critic22.verify import Outcome, confirm_failure
 
 if TYPE_CHECKING:
     from pytest_critic22.kinds.base import FindingLike
@@ -60,13 +60,7 @@ def execute_scar(finding_id: str, procedure: Procedure, ctx: ExecutionContext) -
     except TreeError as exc:
         outcome = Outcome("inconclusive", f"the candidate's tree: {exc}", environment=True)
         return FindingResult(finding_id, outcome, "none", logs)
-    runs: list[RunResult] = []
-    for attempt in range(max(1, ctx.reruns)):
-        ctx.say(f"candidate run {attempt + 1}/{max(1, ctx.reruns)}")
-        run = run_tests(ctx, patched, args)
-        runs.append(run)
-        if run.status != "failed":
-            break
+    runs = run_confirmed(ctx, patched, args, "candidate run")
     logs["patched"] = [r.to_dict() for r in runs]
     early = confirm_failure(runs)
     if early is not None:

@@ -23,6 +23,7 @@ from pytest_critic22.procedures import (
     counterfactual_variant,
     environment_problem,
     prepare_args,
+    run_confirmed,
     run_tests,
 )
 from pytest_critic22.trees import TreeError, Variant
@@ -155,13 +156,7 @@ def execute_on_trees(
         return FindingResult(
             finding_id, Outcome("inconclusive", f"cannot write the test: {exc}"), variant.name, logs
         )
-    patched_runs: list[RunResult] = []
-    for attempt in range(max(1, ctx.reruns)):
-        ctx.say(f"patched run {attempt + 1}/{max(1, ctx.reruns)}")
-        run = run_tests(ctx, patched, args)
-        patched_runs.append(run)
-        if run.status != "failed" or attempt + 1 >= ctx.reruns:
-            break
+    patched_runs = run_confirmed(ctx, patched, args)
     logs["patched"] = [r.to_dict() for r in patched_runs]
     early = confirm_failure(patched_runs)
     if early is not None:

@@ -1,0 +1,264 @@
+"""One child pytest per tree for every finding that needs it: requests merged by quiescence.
+
+The procedures of a run's items execute side by side, each in a thread of its own, written
+as if alone (``run_tests(ctx, tree, nodeids)``). A :class:`Batcher` holds every request to
+run tests until no procedure is still working (each is either waiting for a run or done),
+then runs the waiting requests grouped by tree — one child pytest per group, groups of
+different trees side by side up to the CPU slots — and hands each request the part of the
+child's report that is its own, mapped back by node id. Cost grows with the number of
+distinct trees, not with the number of findings.
+
+A group never mixes the critic's generated tests with the project's own (preservation,
+obligations, an acceptance test): a generated module could register hooks that change other
+tests' outcomes in its process, and the validator's own runs must not be open to that. A
+request whose part of a merged run is not clean — a collection error, an error in setup, no
+test at all — and every request of a merged run that ended without per-test outcomes (a
+timeout, a crash, a usage error) is run again alone, so what decides it is exactly what a
+run of its own says.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pytest_critic22.nodeids import GENERATED_PREFIX
+from pytest_critic22.runner import Case
+from pytest_critic22.verify import RunResult, RunStatus
+
+__all__ = ["Batcher", "Cancelled", "RunRequest", "split"]
+
+T = TypeVar("T")
+
+
+class Cancelled(Exception):
+    """The batch was interrupted: a procedure waiting for a run stops here."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    tree: Path
+    nodeids: tuple[str, ...]
+    attempts: int = 1  # in-process confirmation of a failing test (1: none)
+
+    @property
+    def generated(self) -> bool:
+        return any(_file_of(n).startswith(GENERATED_PREFIX) for n in self.nodeids)
+
+    @property
+    def group_key(self) -> tuple[str, int, bool]:
+        return (str(self.tree), self.attempts, self.generated)
+
+
+# Runs a child: (tree, node ids, attempts, merged) -> (the run, its cases). A merged run
+# continues past collection errors (--continue-on-collection-errors): one module's error
+# must not hide the others' outcomes.
+RunChild = Callable[[Path, Sequence[str], int, bool], tuple[RunResult, list[Case]]]
+
+
+@dataclass(slots=True)
+class _Slot:
+    request: RunRequest
+    result: RunResult | None = None
+
+
+@dataclass(slots=True)
+class _Job(Generic[T]):
+    work: Callable[[], T]
+    value: T | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass(slots=True)
+class Stats:
+    requests: int = 0
+    children: int = 0  # merged runs started
+    alone: int = 0  # requests run again alone
+    groups: list[int] = field(default_factory=list)  # requests per merged run
+
+
+class Batcher:
+    """Runs a set of procedures in threads and merges their test runs by tree."""
+
+    def __init__(self, run_child: RunChild, parallel: int) -> None:
+        self._run_child = run_child
+        self._parallel = max(1, parallel)
+        self._cond = threading.Condition()
+        self._active = 0  # procedures working (not waiting for a run, not done)
+        self._pending: list[_Slot] = []
+        self._cancelled = False
+        self.stats = Stats()
+
+    # -- called by a procedure (in its thread) ---------------------------------------------
+    def run(self, request: RunRequest) -> RunResult:
+        slot = _Slot(request)
+        with self._cond:
+            if self._cancelled:
+                raise Cancelled
+            self._pending.append(slot)
+            self.stats.requests += 1
+            self._active -= 1
+            self._cond.notify_all()
+            while slot.result is None and not self._cancelled:
+                self._cond.wait()
+            if self._cancelled and slot.result is None:
+                raise Cancelled
+            assert slot.result is not None
+            return slot.result
+
+    # -- called by the executor ------------------------------------------------------------
+    def execute(self, works: Sequence[Callable[[], T]]) -> list[_Job[T]]:
+        """Run every work in a thread of its own until all are done; runs merged by tree."""
+        jobs = [_Job(work) for work in works]
+        threads = [
+            threading.Thread(target=self._job, args=(job,), name=f"critic22-{i}", daemon=True)
+            for i, job in enumerate(jobs)
+        ]
+        with self._cond:
+            self._active += len(jobs)
+        pool = ThreadPoolExecutor(self._parallel, thread_name_prefix="critic22-run")
+        try:
+            for thread in threads:
+                thread.start()
+            with self._cond:
+                while True:
+                    if self._active == 0 and self._pending:
+                        groups = _grouped(self._pending)
+                        self._pending = []
+                        for group in groups:
+                            pool.submit(self._dispatch, group)
+                    elif all(job.done for job in jobs):
+                        break
+                    self._cond.wait()
+        except BaseException:  # Ctrl-C: no procedure waits for ever, no child outlives us
+            self.cancel()
+            raise
+        finally:
+            pool.shutdown(wait=not self._cancelled, cancel_futures=True)
+            for thread in threads:
+                thread.join(timeout=None if not self._cancelled else 5)
+        return jobs
+
+    def cancel(self) -> None:
+        from pytest_critic22.runner import kill_live_children
+
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify_all()
+        kill_live_children()
+
+    def _job(self, job: _Job[T]) -> None:
+        try:
+            job.value = job.work()
+        except BaseException as exc:  # handed to the item that owns it
+            job.error = exc
+        finally:
+            with self._cond:
+                job.done = True
+                self._active -= 1
+                self._cond.notify_all()
+
+    def _dispatch(self, group: list[_Slot]) -> None:
+        try:
+            results = self._run_group([slot.request for slot in group])
+        except BaseException as exc:  # a bug here must not leave a procedure waiting
+            reason = f"the run could not be started: {type(exc).__name__}: {exc}"
+            results = [RunResult("error", reason, None, 0.0) for _ in group]
+        with self._cond:
+            for slot, result in zip(group, results, strict=True):
+                slot.result = result
+                self._active += 1
+            self._cond.notify_all()
+
+    def _run_group(self, requests: list[RunRequest]) -> list[RunResult]:
+        if self._cancelled:
+            return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
+        first = requests[0]
+        nodeids = list(dict.fromkeys(n for r in requests for n in r.nodeids))
+        merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests) > 1)
+        with self._cond:
+            self.stats.children += 1
+            self.stats.groups.append(len(requests))
+        if len(requests) == 1 and tuple(nodeids) == first.nodeids:
+            return [merged]
+        parts = split(merged, cases, requests)
+        results = []
+        for request, part in zip(requests, parts, strict=True):
+            if part is None and not self._cancelled:
+                with self._cond:
+                    self.stats.alone += 1
+                part, _ = self._run_child(
+                    request.tree, list(request.nodeids), request.attempts, False
+                )
+            results.append(part or RunResult("error", "interrupted", None, 0.0))
+        return results
+
+
+def _grouped(slots: list[_Slot]) -> list[list[_Slot]]:
+    groups: dict[tuple[str, int, bool], list[_Slot]] = {}
+    for slot in slots:
+        groups.setdefault(slot.request.group_key, []).append(slot)
+    return list(groups.values())
+
+
+def split(
+    merged: RunResult, cases: Sequence[Case], requests: Sequence[RunRequest]
+) -> list[RunResult | None]:
+    """Each request's part of a merged run, as a run of its own would report it; None where
+    only a run of its own can say (see the module's docstring)."""
+    if merged.exit_code is None or merged.exit_code not in (0, 1) or not cases:
+        return [None for _ in requests]
+    if any(not case.nodeid for case in cases):  # a collection error: whose, exactly?
+        owners = [_owner_of_unnamed(case, requests) for case in cases if not case.nodeid]
+        if any(owner is None for owner in owners):
+            return [None for _ in requests]
+    parts: list[RunResult | None] = []
+    for request in requests:
+        own = [case for case in cases if case.nodeid and _selects(request.nodeids, case.nodeid)]
+        unnamed = [c for c in cases if not c.nodeid and _owner_of_unnamed(c, [request])]
+        if unnamed or not own or any(c.status == "error" for c in own):
+            parts.append(None)
+            continue
+        tests = {c.key: c.status for c in own}
+        statuses = set(tests.values())
+        status: RunStatus = "failed" if "failed" in statuses else "passed"
+        text = "\n\n".join(f"{c.nodeid}: {c.text}" for c in own if c.text and c.status == "failed")
+        parts.append(
+            replace(
+                merged,
+                status=status,
+                reason="",
+                exit_code=1 if status == "failed" else 0,
+                tests=tests,
+                output=text[-4000:],
+                merged=len(requests),
+                attempts={c.key: c.attempts for c in own if c.attempts[:1] == ("failed",)},
+            )
+        )
+    return parts
+
+
+def _selects(nodeids: Sequence[str], nodeid: str) -> bool:
+    for selected in nodeids:
+        if nodeid == selected or nodeid.startswith((selected + "::", selected + "[")):
+            return True
+    return False
+
+
+def _owner_of_unnamed(case: Case, requests: Sequence[RunRequest]) -> RunRequest | None:
+    """The request whose module a collection error names (``tests.critic22_f1``)."""
+    name = case.key.split("::", 1)[-1]
+    for request in requests:
+        for nodeid in request.nodeids:
+            if name == nodeid.split("::")[0].removesuffix(".py").replace("/", "."):
+                return request
+    return None
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::")[0].rsplit("/", 1)[-1]

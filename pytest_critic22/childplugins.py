@@ -1,0 +1,106 @@
+"""Which installed pytest plugins a child pytest leaves out, so it starts fast.
+
+A child pytest autoloads every installed ``pytest11`` plugin, and some cost more than the
+tests it runs (hypothesis' plugin imports hypothesis: about 1.7 s per child here). The rule:
+a plugin is blocked (``-p no:NAME``) unless the project could need it, and a plugin counts
+as needed when one of its names — entry point, top-level module, distribution, distribution
+without its ``pytest-`` prefix — appears as a word in the project's pytest configuration
+(``pytest.ini``, ``.pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg`` at the
+tree's root), in any ``conftest.py`` of the tree, or in the test files the child runs.
+xdist also counts as needed when the configuration passes ``-n``/``--dist``. A run that ends
+in an error with plugins blocked is run again with every plugin (the caller does that), so a
+wrong guess costs time, never a verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["blocked_plugins", "installed_plugins"]
+
+_INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+_SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
+_XDIST_OPTS = re.compile(r"(?:^|\s)(?:-n\s*\S|--numprocesses\b|--dist\b|--tx\b)")
+NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:critic22)
+
+
+@functools.cache
+def installed_plugins() -> tuple[tuple[str, frozenset[str]], ...]:
+    """(entry-point name, the words that say a project uses it) for every pytest11 plugin."""
+    from importlib.metadata import entry_points
+
+    found = []
+    for ep in entry_points(group="pytest11"):
+        if ep.name in NEVER_BLOCKED:
+            continue
+        words = {ep.name, ep.value.split(":")[0].split(".")[0]}
+        dist = getattr(ep, "dist", None)
+        if dist is not None and dist.name:
+            name = dist.name.lower()
+            words |= {name, name.replace("-", "_")}
+            for prefix in ("pytest-", "pytest_"):
+                if name.startswith(prefix):
+                    words |= {name[len(prefix) :], name[len(prefix) :].replace("-", "_")}
+        words = {w for w in words if len(w) >= 3 and w not in ("pytest", "plugin")}
+        found.append((ep.name, frozenset(words)))
+    return tuple(found)
+
+
+def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
+    """The entry-point names to block in a child that runs ``test_files`` in ``tree``."""
+    plugins = installed_plugins()
+    if not plugins:
+        return ()
+    stamp = 0  # a tree reset or changed at its root since is read afresh
+    for path in (tree, tree / ".git"):
+        with contextlib.suppress(OSError):
+            stamp += path.stat().st_mtime_ns
+    text = _project_text(str(tree), stamp) + "\n" + _read_all(tree, test_files)
+    words = set(re.findall(r"[A-Za-z0-9_.-]+", text))
+    words |= {w.strip("-.") for w in words}
+    blocked = []
+    for name, names in plugins:
+        if names & words:
+            continue
+        if name.startswith("xdist") and _XDIST_OPTS.search(text):
+            continue
+        blocked.append(name)
+    return tuple(blocked)
+
+
+@functools.lru_cache(maxsize=64)
+def _project_text(tree: str, stamp: int) -> str:
+    """The tree's pytest configuration and every conftest.py (read once per tree)."""
+    root = Path(tree)
+    parts = [_read(root / name) for name in _INI]
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+        if "conftest.py" in files:
+            parts.append(_read(Path(folder) / "conftest.py"))
+    return "\n".join(parts)
+
+
+def _read_all(tree: Path, test_files: Sequence[str]) -> str:
+    parts = []
+    for name in test_files:
+        path = tree / name.split("::")[0]
+        if path.is_dir():
+            for file in sorted(path.rglob("*.py"))[:2000]:
+                parts.append(_read(file))
+        else:
+            parts.append(_read(path))
+    return "\n".join(parts)
+
+
+def _read(path: Path) -> str:
+    try:
+        if path.is_symlink() or not path.is_file():
+            return ""  # a link planted in the tree is not the project's text
+        return path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+    except OSError:
+        return ""

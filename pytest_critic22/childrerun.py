@@ -1,0 +1,61 @@
+"""Loaded into a child pytest (``-p pytest_critic22.childrerun``), never into the user's run.
+
+``--critic22-attempts=N``: a test whose call fails is executed again in the same process, up
+to N attempts in all, until an attempt does not fail. Each attempt goes through pytest's own
+run protocol (``runtestprotocol``): function-scoped fixtures are torn down and set up afresh,
+as a new process would do; only the first attempt is reported, and the attempts' outcomes
+travel with it as the JUnit property ``critic22_attempts`` (``failed,failed,passed``).
+
+Every test also carries its node id as the property ``critic22_nodeid``: a child that runs
+several findings' tests at once has its results mapped back by node id, never by name.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _pytest.reports import TestReport
+from _pytest.runner import runtestprotocol
+
+ATTEMPTS = "critic22_attempts"  # pytest_critic22.junit reads them by these names
+NODEID = "critic22_nodeid"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--critic22-attempts", dest="critic22_attempts", type=int, default=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.user_properties.append((NODEID, item.nodeid))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    times = int(item.config.getoption("critic22_attempts") or 1)
+    if times <= 1:
+        return None
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    attempts = [outcome_of(reports)]
+    while attempts[-1] == "failed" and len(attempts) < times:
+        attempts.append(outcome_of(runtestprotocol(item, nextitem=nextitem, log=False)))
+    for report in reports:
+        if report.when == "teardown":
+            report.user_properties.append((ATTEMPTS, ",".join(attempts)))
+        ihook.pytest_runtest_logreport(report=report)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def outcome_of(reports: list[TestReport]) -> str:
+    """One attempt's outcome: ``failed`` only when the test's own call failed."""
+    for report in reports:
+        if report.when == "call" and report.failed:
+            return "failed"
+    if any(report.failed for report in reports):
+        return "error"  # setup or teardown: not the test's claim
+    if any(report.skipped for report in reports):
+        return "skipped"
+    return "passed"

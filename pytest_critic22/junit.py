@@ -1,0 +1,89 @@
+"""A child pytest's JUnit report, read: per-test cases, and the run's verdict from them."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_critic22.verify import RunResult, RunStatus
+
+__all__ = ["ATTEMPTS", "NODEID", "Case", "interpret", "read_cases"]
+
+from pytest_critic22.childrerun import ATTEMPTS, NODEID
+
+
+def interpret(code: int, cases: Sequence[Case], output: str, seconds: float) -> RunResult:
+    """The run's verdict from its per-test outcomes; the exit status only where no test
+    outcome says anything (a usage error, no tests, an internal error, a kill)."""
+    tests = {case.key: case.status for case in cases}
+    attempts = {c.key: c.attempts for c in cases if c.attempts[:1] == ("failed",)}
+    statuses = set(tests.values())
+    if code >= 0 and code not in (2, 3, 4, 5) and tests:
+        note = ""
+        if "failed" in statuses:
+            status: RunStatus = "failed"
+        elif "error" in statuses:
+            return RunResult(
+                "error", "errors during collection or setup", code, seconds, tests, output
+            )
+        else:
+            status = "passed"
+        if (code == 0) != (status == "passed"):
+            # e.g. a coverage threshold, a plugin's session-finish hook, warnings as errors
+            note = f"exit status {code} ignored: the per-test outcomes decide ({status})"
+        return RunResult(status, "", code, seconds, tests, output, note=note, attempts=attempts)
+    if code == 0:
+        return RunResult("passed", "", code, seconds, tests, output, attempts=attempts)
+    if code == 1:
+        return RunResult("error", "errors during collection or setup", code, seconds, tests, output)
+    reasons = {
+        2: "the run was interrupted (errors during collection?)",
+        3: "pytest internal error",
+        4: "pytest usage error (unknown test or option?)",
+        5: "no tests were collected",
+    }
+    if code < 0:
+        reason = f"killed by signal {-code} (resource limit?)"
+    else:
+        reason = reasons.get(code, f"pytest exited with {code}")
+    return RunResult("error", reason, code, seconds, tests, output)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One testcase of a child's JUnit report."""
+
+    key: str  # classname::name, as RunResult.tests names it
+    status: str  # passed | failed | error | skipped
+    nodeid: str  # "" where the report does not say (a collection error)
+    attempts: tuple[str, ...] = ()  # in-process confirmation (childrerun)
+    text: str = ""  # the failure's or error's message and text
+
+
+def read_cases(path: Path) -> list[Case]:
+    if not path.exists():
+        return []
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        return []
+    cases = []
+    for case in root.iter("testcase"):
+        key = f"{case.get('classname', '')}::{case.get('name', '')}"
+        status, text = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            found = case.find(tag)
+            if found is not None:
+                status = "failed" if tag == "failure" else tag
+                text = f"{found.get('message', '')}\n{found.text or ''}".strip()
+                break
+        props = {
+            p.get("name", ""): p.get("value", "")
+            for p in case.iter("property")
+            if p.get("name", "").startswith("critic22_")
+        }
+        attempts = tuple(a for a in props.get(ATTEMPTS, "").split(",") if a)
+        cases.append(Case(key, status, props.get(NODEID, ""), attempts, text))
+    return cases

@@ -1,0 +1,238 @@
+"""One child per tree for many findings, confirmation in the same child, lean child start-up.
+
+Real child pytest runs in tmp_path (sandboxed like every run); the merging and splitting
+logic is checked on the real runs' JUnit cases, the pure parts directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, split
+from pytest_critic22.childplugins import blocked_plugins, installed_plugins
+from pytest_critic22.itembatch import ItemBatch, ResultStore
+from pytest_critic22.procedures import FindingResult
+from pytest_critic22.runner import Case, run_cases, run_pytest
+from pytest_critic22.verify import Outcome, RunResult, confirm_failure, confirmation_runs
+
+FLAKY = """\
+import pathlib
+
+def test_flaky(tmp_path_factory):
+    marker = pathlib.Path("seen")
+    first = not marker.exists()
+    marker.write_text("x")
+    assert not first  # fails the first time only
+"""
+
+FRESH = """\
+import pytest
+
+made = []
+
+@pytest.fixture
+def box():
+    made.append(1)
+    return []
+
+def test_fixture_is_fresh_each_attempt(box):
+    box.append(1)
+    # attempt 1: the fixture ran once, so this fails; attempt 2 (same process: made is kept)
+    # passes only if the fixture ran again and gave a new list
+    assert len(made) == 2 and len(box) == 1, (made, box)
+"""
+
+ALWAYS = "def test_always():\n    assert 1 == 2\n"
+
+
+def child(tree: Path) -> RunChild:
+    def run(
+        t: Path, nodeids: Sequence[str], attempts: int, merged: bool
+    ) -> tuple[RunResult, list[Case]]:
+        extra = ["--continue-on-collection-errors"] if merged else []
+        return run_cases(
+            t, list(nodeids), timeout=60, pythonpath=[t], attempts=attempts, extra_args=extra
+        )
+
+    return run
+
+
+# -- confirmation in the same child --------------------------------------------------------
+
+
+def test_a_failing_test_is_attempted_again_in_the_same_child_until_it_passes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_f.py").write_text(FLAKY)
+    first = run_pytest(tmp_path, ["test_f.py"], timeout=60, pythonpath=[tmp_path], attempts=3)
+    assert first.status == "failed"
+    assert first.attempts == {"test_f::test_flaky": ("failed", "passed")}
+    runs = confirmation_runs(first, 3)
+    assert [r.status for r in runs] == ["failed", "passed"]
+    outcome = confirm_failure(runs)
+    assert outcome is not None and outcome.reason == "flaky: failed 1 of 2 runs on the patched tree"
+
+
+def test_each_attempt_gets_fresh_function_fixtures(tmp_path: Path) -> None:
+    (tmp_path / "test_f.py").write_text(FRESH)
+    (tmp_path / "test_g.py").write_text(ALWAYS)
+    run = run_pytest(tmp_path, ["test_g.py"], timeout=60, pythonpath=[tmp_path], attempts=3)
+    assert run.attempts == {"test_g::test_always": ("failed", "failed", "failed")}
+    runs = confirmation_runs(run, 3)
+    assert [r.status for r in runs] == ["failed"] * 3 and confirm_failure(runs) is None
+    assert [r.attempt for r in runs] == [0, 2, 3]
+    fresh = run_pytest(tmp_path, ["test_f.py"], timeout=60, pythonpath=[tmp_path], attempts=3)
+    assert fresh.attempts == {"test_f::test_fixture_is_fresh_each_attempt": ("failed", "passed")}
+
+
+def test_without_attempts_a_failure_is_one_run() -> None:
+    run = RunResult("failed", "", 1, 0.1, {"t::a": "failed"})
+    assert confirmation_runs(run, 3) == [run]  # the caller confirms with fresh runs then
+
+
+# -- merging and splitting ---------------------------------------------------------------
+
+
+def test_requests_on_one_tree_merge_into_one_child_and_split_by_node_id(tmp_path: Path) -> None:
+    (tmp_path / "test_critic22_f1.py").write_text(ALWAYS)
+    (tmp_path / "test_critic22_f2.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "test_critic22_f3.py").write_text("import no_such_module\n")
+    batcher = Batcher(child(tmp_path), parallel=2)
+
+    def work(name: str, times: int) -> RunResult:
+        return batcher.run(RunRequest(tmp_path, (name,), times))
+
+    jobs = batcher.execute(
+        [
+            lambda: work("test_critic22_f1.py", 2),
+            lambda: work("test_critic22_f2.py", 2),
+            lambda: work("test_critic22_f3.py", 2),
+        ]
+    )
+    f1, f2, f3 = (job.value for job in jobs)
+    assert f1 is not None and f2 is not None and f3 is not None
+    assert (f1.status, f1.merged, f1.attempts) == (
+        "failed",
+        3,
+        {"test_critic22_f1::test_always": ("failed", "failed")},
+    )
+    assert f1.tests == {"test_critic22_f1::test_always": "failed"}
+    assert "assert 1 == 2" in f1.output
+    assert (f2.status, f2.tests) == ("passed", {"test_critic22_f2::test_ok": "passed"})
+    # A collection error is run again alone: its reason is exactly a run of its own's.
+    alone = run_pytest(tmp_path, ["test_critic22_f3.py"], timeout=60, pythonpath=[tmp_path])
+    assert (f3.status, f3.reason, f3.merged) == ("error", alone.reason, 0)
+    assert batcher.stats.children == 1 and batcher.stats.alone == 1
+
+
+def test_generated_and_project_tests_never_share_a_child(tmp_path: Path) -> None:
+    (tmp_path / "test_critic22_f1.py").write_text("def test_a():\n    pass\n")
+    (tmp_path / "test_project.py").write_text("def test_b():\n    pass\n")
+    batcher = Batcher(child(tmp_path), parallel=1)
+    jobs = batcher.execute(
+        [
+            lambda: batcher.run(RunRequest(tmp_path, ("test_critic22_f1.py",))),
+            lambda: batcher.run(RunRequest(tmp_path, ("test_project.py",))),
+        ]
+    )
+    assert [job.value.status for job in jobs if job.value] == ["passed", "passed"]
+    assert batcher.stats.children == 2 and batcher.stats.groups == [1, 1]
+
+
+def test_a_run_without_per_test_outcomes_leaves_every_request_to_a_run_of_its_own() -> None:
+    requests = [RunRequest(Path("."), ("a.py",)), RunRequest(Path("."), ("b.py",))]
+    timed_out = RunResult("error", "timed out after 5s", None, 5.0)
+    assert split(timed_out, [], requests) == [None, None]
+    conftest = [Case("::conftest", "error", "")]  # a collection error nobody's module names
+    usage = RunResult("error", "", 1, 1.0, {"::conftest": "error"})
+    assert split(usage, conftest, requests) == [None, None]
+
+
+def test_a_procedure_that_raises_is_reported_and_cancel_wakes_the_waiting(
+    tmp_path: Path,
+) -> None:
+    started = threading.Event()
+
+    def endless(
+        t: Path, nodeids: Sequence[str], attempts: int, merged: bool
+    ) -> tuple[RunResult, list[Case]]:
+        started.set()
+        threading.Event().wait(0.01)
+        return RunResult("passed", "", 0, 0.0), []
+
+    batcher = Batcher(endless, parallel=1)
+
+    def boom() -> RunResult:
+        raise ValueError("a bug in a kind")
+
+    jobs = batcher.execute([boom])
+    assert isinstance(jobs[0].error, ValueError)
+    batcher.cancel()
+    with pytest.raises(Cancelled):
+        batcher.run(RunRequest(tmp_path, ("x.py",)))
+
+
+# -- the items' shared results -------------------------------------------------------------
+
+
+def test_items_claimed_by_another_process_are_read_not_run_again(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "results")
+    held = store.claim("F2[e1]", wait=False)
+    assert held is not None and store.claim("F2[e1]", wait=False) is None  # one owner
+    ran: list[str] = []
+
+    def work(name: str) -> FindingResult:
+        ran.append(name)
+        return FindingResult(name, Outcome("refuted", "passes"), "base")
+
+    mine = ItemBatch(tmp_path / "results", child(tmp_path), 1)
+    peers = {"F1[e1]": lambda: work("F1[e1]"), "F2[e1]": lambda: work("F2[e1]")}
+    assert mine.result("F1[e1]", peers).finding_id == "F1[e1]"
+    assert ran == ["F1[e1]"]  # F2 is another process's: not run here
+    store.write("F2[e1]", FindingResult("F2[e1]", Outcome("verified", "fails"), "base"))
+    store.release(held)
+    assert mine.result("F2[e1]", peers).outcome.kind == "verified"
+    assert ran == ["F1[e1]"]
+
+
+def test_an_item_whose_owner_died_without_a_result_is_run_here(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "results")
+    held = store.claim("F1[e1]", wait=False)
+    assert held is not None
+    store.release(held)  # the owner is gone (the kernel releases a dead process's lock)
+    mine = ItemBatch(tmp_path / "results", child(tmp_path), 1)
+    result = mine.result(
+        "F1[e1]", {"F1[e1]": lambda: FindingResult("F1[e1]", Outcome("refuted", "x"), "base")}
+    )
+    assert result.outcome.kind == "refuted" and store.read("F1[e1]") == result
+
+
+# -- lean child start-up -----------------------------------------------------------------
+
+
+def test_plugins_the_project_does_not_mention_are_blocked(tmp_path: Path) -> None:
+    names = {name for name, _ in installed_plugins()}
+    if "hypothesispytest" not in names or "xdist" not in names:
+        pytest.skip("hypothesis and xdist are this check's installed plugins")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert {"hypothesispytest", "xdist"} <= set(blocked_plugins(tmp_path, ["test_a.py"]))
+    (tmp_path / "test_b.py").write_text("from hypothesis import given\n")
+    assert "hypothesispytest" not in blocked_plugins(tmp_path, ["test_b.py"])
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -n 2\n")
+    assert "xdist" not in blocked_plugins(tmp_path, ["test_a.py"])
+
+
+def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: Path) -> None:
+    names = {name for name, _ in installed_plugins()}
+    if "hypothesispytest" not in names:
+        pytest.skip("needs hypothesis' pytest plugin installed")
+    # --hypothesis-show-statistics is an option of the blocked plugin: a usage error without it.
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    result = run_pytest(
+        tmp_path, ["test_a.py", "--hypothesis-show-statistics"], timeout=60, pythonpath=[tmp_path]
+    )
+    assert result.status == "passed"
