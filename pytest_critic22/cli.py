@@ -30,6 +30,7 @@ commands:
   demo   review a bundled sample patch with its recorded critic output (no model)
   ab     measure the critic against its own absence on a labelled patch population
   loop   review -> fix -> re-review a patch until execution acquits it
+  mine   a labelled patch population from the repository's own bug fixes
 
 Run critic22 COMMAND -h for a command's options.
 """
@@ -115,6 +116,7 @@ def build_parser(cases: dict[str, list[str]] | None = None) -> argparse.Argument
     # ab parses its own arguments (critic22 ab -h); it is here to be a valid choice.
     sub.add_parser("ab", prog="critic22 ab", add_help=False)
     sub.add_parser("loop", prog="critic22 loop", add_help=False)
+    sub.add_parser("mine", prog="critic22 mine", add_help=False)
     demo.add_argument(
         "--sample",
         default=DEMO_SAMPLE,
@@ -141,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_critic22.reviewloop.cli import main as loop_main
 
         return loop_main(words[1:])
+    if words[:1] == ["mine"]:
+        from pytest_critic22.mine import main as mine_main
+
+        return mine_main(words[1:])
     if words[:1] == ["ab"]:
         # The A/B driver parses its own arguments (critic22 ab -h).
         from pytest_critic22.ab import main as ab_main

@@ -13,7 +13,20 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["GitError", "commit_all", "git", "git_env", "head_commit", "init_repo", "toplevel"]
+__all__ = [
+    "GitError",
+    "changed_paths",
+    "commit_all",
+    "commit_log",
+    "git",
+    "git_env",
+    "head_commit",
+    "init_repo",
+    "show_file",
+    "toplevel",
+    "worktree_add",
+    "worktree_remove",
+]
 
 _OVERRIDES = (
     "core.pager=cat",
@@ -110,3 +123,67 @@ def init_repo(path: Path, message: str = "base") -> str:
     """Make a folder a git repository with everything in it committed; return the commit."""
     git(["init", "-q", "-b", "main"], path)
     return commit_all(path, message)
+
+
+def commit_log(
+    repo: Path, *, since: str | None = None, rev: str = "HEAD"
+) -> list[tuple[str, tuple[str, ...], str]]:
+    """(commit, parents, message) of every commit reachable from ``rev``, newest first.
+
+    ``since`` is a date git understands; it is passed as ``--since=DATE``, one argument, so
+    it can never be read as another option.
+    """
+    args = ["log", "--no-color", "--format=%H%x00%P%x00%B%x1e"]
+    if since is not None:
+        args.append(f"--since={since}")
+    args += [rev, "--"]
+    out = git(args, repo).stdout
+    commits = []
+    for record in out.split("\x1e"):
+        record = record.strip("\n")
+        if not record:
+            continue
+        sha, parents, message = [*record.split("\x00", 2), "", ""][:3]
+        commits.append((sha, tuple(parents.split()), message.strip()))
+    return commits
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[tuple[str, str]]:
+    """(status letter, path) of every file that differs between two commits (no renames:
+    a rename is a deletion and an addition)."""
+    out = git(
+        ["diff", "--no-ext-diff", "--no-renames", "--name-status", "-z", old, new, "--"], repo
+    ).stdout
+    fields = out.split("\x00")
+    pairs = []
+    for index in range(0, len(fields) - 1, 2):
+        if fields[index]:
+            pairs.append((fields[index][:1], fields[index + 1]))
+    return pairs
+
+
+def show_file(repo: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of ``path`` at ``rev``, or None when it does not exist there."""
+    command = ["git"]
+    for override in _OVERRIDES:
+        command += ["-c", override]
+    command += ["cat-file", "blob", f"{rev}:{path}"]
+    done = subprocess.run(
+        command, cwd=repo, capture_output=True, env=git_env(), timeout=120, check=False
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def worktree_add(repo: Path, path: Path, rev: str) -> None:
+    """A detached worktree of ``rev`` at ``path`` (the user's checkout is not touched)."""
+    git(["worktree", "add", "--detach", "--force", "-q", str(path), rev], repo)
+
+
+def worktree_remove(repo: Path, path: Path) -> None:
+    """Remove a worktree made by :func:`worktree_add` and forget it; never raises."""
+    git(["worktree", "remove", "--force", "--force", str(path)], repo, check=False)
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+    git(["worktree", "prune"], repo, check=False)

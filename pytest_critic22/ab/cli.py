@@ -6,9 +6,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import Any
 
 from pytest_critic22.ab.driver import run_population
 from pytest_critic22.ab.population import PopulationError, choose_critic, load_population
@@ -77,7 +78,27 @@ def _parser() -> argparse.ArgumentParser:
         help="where finished runs are kept (default .critic22/ab-cache under the current folder)",
     )
     parser.add_argument("--fresh", action="store_true", help="ignore the cache; rerun everything")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="with --critic model: write each case's raw answer to DIR/<case id>.txt, to "
+        "re-score later with --critic replay:DIR",
+    )
     return parser
+
+
+def _record(records: Mapping[tuple[str, str], Mapping[str, Any]], folder: Path) -> int:
+    """Each critic run's raw answer as ``folder/<case id>.txt`` (runs cached before answers
+    were kept have none)."""
+    count = 0
+    for (case_id, kind), record in sorted(records.items()):
+        answer = record.get("raw_answer")
+        if kind == "critic" and isinstance(answer, str):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{case_id}.txt").write_text(answer, encoding="utf-8")
+            count += 1
+    return count
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         critic = choose_critic(population, args.critic, args.critic22_model, args.critic22_api_base)
     except PopulationError as exc:
         print(f"critic22 ab: error: {exc}", file=sys.stderr)
+        return 2
+    if args.record is not None and critic.kind != "model":
+        print("critic22 ab: error: --record needs --critic model", file=sys.stderr)
         return 2
     if not population.held_out():
         print("critic22 ab: error: the rule leaves no held-out case", file=sys.stderr)
@@ -142,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         file=sys.stderr,
     )
     sys.stdout.write(render(run.report))
+    if args.record is not None:
+        recorded = _record(run.records, args.record)
+        print(f"critic22 ab: {recorded} raw answer(s) recorded in {args.record}", file=sys.stderr)
     if args.json is not None:
         document = run.report.to_dict()
         document["runs"] = {

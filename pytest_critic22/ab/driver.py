@@ -87,10 +87,15 @@ def run_population(
             else f"no unblinded recordings ({have} of {len(results)} held-out cases have "
             f"<case>.unblinded.json in {critic.folder})"
         )
-        if critic.kind == "recorded":
+        if critic.replayed:
             notes.append(
-                "recorded critic: each replayed output counts as one critic call with no tokens"
+                f"{critic.kind} critic: each replayed output counts as one critic call with no "
+                "tokens"
             )
+    for case in held_out:
+        existing = records.get((case.id, "ground-truth"), {}).get("existing")
+        if existing not in (None, "passed"):
+            notes.append(f"label check: {case.id}'s existing tests {existing} on the patched tree")
     for result in results:
         if result.label == "defective" and result.ground_truth != "failed":
             notes.append(

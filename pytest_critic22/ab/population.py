@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 Label = Literal["good", "defective"]
@@ -46,6 +46,10 @@ class HeldOutRule:
 class GroundTruthTest:
     name: str  # where it came from (a file, or "inline 1")
     source: str
+    # A mined case's test file: written at ``path`` in the tree (replacing the base's
+    # version), and only ``nodes`` run (none: a support file, a conftest).
+    path: str | None = None
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,10 @@ class Case:
     summary: str = ""
     kinds: tuple[str, ...] = ()  # the procedure kinds that can show the defect
     caught_by_existing_tests: bool | None = None
+    # Mined cases: the base's tests that pass there (node ids), run on the patched tree by
+    # the ground-truth run with the project's test command's arguments.
+    existing_tests: tuple[str, ...] = ()
+    test_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,17 +196,35 @@ def _case(root: Path, index: int, raw: Any) -> Case:
             tests.append(GroundTruthTest(item, test_file.read_text(encoding="utf-8")))
         elif isinstance(item, dict) and isinstance(item.get("source"), str):
             tests.append(GroundTruthTest(f"inline {number}", item["source"]))
+        elif isinstance(item, dict) and isinstance(item.get("rev"), str):
+            tests.append(_revision_test(where, repo, item))
         else:
-            raise PopulationError(f"{where}: ground_truth items are paths or {{'source': TEXT}}")
+            raise PopulationError(
+                f"{where}: ground_truth items are paths, {{'source': TEXT}} or "
+                "{'rev': COMMIT, 'path': FILE, 'nodes': [NODEID, ...]}"
+            )
     if label == "defective" and not tests:
         raise PopulationError(f"{where}: a defective case needs its ground-truth test(s)")
     base = raw.get("base")
     if base is not None and not (isinstance(base, str) and (repo / ".git").exists()):
         raise PopulationError(f"{where}: 'base' (a revision) needs repo to be a git repository")
+    if isinstance(base, str) and (not base or base.startswith("-")):
+        raise PopulationError(f"{where}: 'base' {base!r} is not a revision")
     kinds = raw.get("kinds", [])
     if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
         raise PopulationError(f"{where}: 'kinds' must be a list of procedure kinds")
     caught = raw.get("caught_by_existing_tests")
+    existing, test_args = raw.get("existing_tests", []), raw.get("test_args", [])
+    for key, value in (("existing_tests", existing), ("test_args", test_args)):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise PopulationError(f"{where}: '{key}' must be a list of strings")
+    from pytest_critic22.mine.select import check_test_args
+
+    problem = check_test_args(test_args)
+    if problem:
+        raise PopulationError(f"{where}: test_args: {problem}")
+    if existing and base is None:
+        raise PopulationError(f"{where}: 'existing_tests' needs 'base' (a revision)")
     return Case(
         id=case_id,
         repo=repo,
@@ -213,7 +239,41 @@ def _case(root: Path, index: int, raw: Any) -> Case:
         summary=str(raw.get("summary") or ""),
         kinds=tuple(kinds),
         caught_by_existing_tests=caught if isinstance(caught, bool) else None,
+        existing_tests=tuple(existing),
+        test_args=tuple(test_args),
     )
+
+
+def _revision_test(where: str, repo: Path, item: dict[str, Any]) -> GroundTruthTest:
+    """A test file as it is at a commit of the case's repository (a mined case's hidden
+    tests): read from the repository now, never copied into the population."""
+    from pytest_critic22.gitio import show_file
+    from pytest_critic22.nodeids import check_nodeid
+
+    path, nodes, rev = item.get("path"), item.get("nodes", []), str(item["rev"])
+    if not isinstance(path, str) or not path:
+        raise PopulationError(f"{where}: a ground_truth revision item needs its 'path'")
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts or path.startswith("-"):
+        raise PopulationError(f"{where}: ground_truth path {path!r} is not inside the repository")
+    if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+        raise PopulationError(f"{where}: ground_truth 'nodes' must be a list of node ids")
+    for node in nodes:
+        problem = check_nodeid(node)
+        if problem or node.split("::", 1)[0] != path:
+            raise PopulationError(
+                f"{where}: ground_truth node {node!r}: {problem or 'not in ' + path}"
+            )
+    if not (repo / ".git").exists() or rev.startswith("-"):
+        raise PopulationError(f"{where}: ground_truth 'rev' needs repo to be a git repository")
+    data = show_file(repo, rev, path)
+    if data is None:
+        raise PopulationError(f"{where}: ground_truth {path!r} is not in {rev[:12]} of {repo}")
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PopulationError(f"{where}: ground_truth {path!r} is not UTF-8 text") from None
+    return GroundTruthTest(f"{path}@{rev[:12]}", source, path, tuple(nodes))
 
 
 def _resolve(root: Path, value: str) -> Path:
@@ -223,22 +283,33 @@ def _resolve(root: Path, value: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class CriticChoice:
-    """Recorded outputs (``recorded:NAME``: a folder of ``<case id>.json``) or a live model."""
+    """Recorded outputs (``recorded:NAME``: a set of the population, a folder of
+    ``<case id>.json``), replayed raw answers (``replay:DIR``: any folder of
+    ``<case id>.json`` or ``<case id>.txt``), or a live model."""
 
-    kind: Literal["recorded", "model"]
-    name: str  # the set's name, or the litellm model string
+    kind: Literal["recorded", "model", "replay"]
+    name: str  # the set's name, the folder, or the litellm model string
     folder: Path | None = None
     api_base: str | None = None
 
     @property
     def label(self) -> str:
-        return f"recorded:{self.name}" if self.kind == "recorded" else f"model:{self.name}"
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def replayed(self) -> bool:
+        """Recorded answers (a set or a folder), not a live model."""
+        return self.kind != "model"
 
     def recording(self, case: Case, *, unblinded: bool = False) -> Path | None:
         if self.folder is None:
             return None
-        path = self.folder / f"{case.id}{'.unblinded' if unblinded else ''}.json"
-        return path if path.is_file() else None
+        suffixes = (".json", ".txt") if self.kind == "replay" else (".json",)
+        for suffix in suffixes:
+            path = self.folder / f"{case.id}{'.unblinded' if unblinded else ''}{suffix}"
+            if path.is_file():
+                return path
+        return None
 
 
 def choose_critic(
@@ -272,4 +343,16 @@ def choose_critic(
                 f"recorded set {name!r} has no output for held-out case(s): {', '.join(missing)}"
             )
         return CriticChoice("recorded", name, folder, None)
-    raise PopulationError(f"--critic must be recorded:NAME or model, not {critic!r}")
+    if critic.startswith("replay:") and critic[len("replay:") :]:
+        folder = Path(critic[len("replay:") :]).expanduser().resolve()
+        if not folder.is_dir():
+            raise PopulationError(f"--critic replay:DIR: {folder} is not a folder")
+        choice = CriticChoice("replay", str(folder), folder, None)
+        missing = [c.id for c in population.held_out() if choice.recording(c) is None]
+        if missing:
+            raise PopulationError(
+                f"replay folder {folder} has no answer (<case id>.json or .txt) for held-out "
+                f"case(s): {', '.join(missing)}"
+            )
+        return choice
+    raise PopulationError(f"--critic must be recorded:NAME, replay:DIR or model, not {critic!r}")

@@ -161,7 +161,25 @@ def _review_record(unit: Unit, repo: Path) -> dict[str, Any]:
     )
     record = run.to_dict()
     record["cwd"] = "<scratch>/repo"
+    answer = _raw_answer(run.raw, repo)
+    if answer is not None:
+        record["raw_answer"] = answer  # a live model's answer, for ab --record DIR
     return record
+
+
+def _raw_answer(report: Mapping[str, Any] | None, repo: Path) -> str | None:
+    """The model's chosen raw answer (the report's ``critic.answer`` trace file), when the
+    file lies in the run's scratch copy; None otherwise."""
+    critic = (report or {}).get("critic")
+    if not isinstance(critic, dict) or critic.get("source") != "model":
+        return None
+    name = critic.get("answer")
+    if not isinstance(name, str):
+        return None
+    path = (repo / name).resolve()
+    if not path.is_relative_to(repo.resolve().parent) or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def materialize(case: Case, dest: Path) -> Path:
@@ -191,6 +209,10 @@ def run_ground_truth(case: Case, repo: Path, options: RunOptions) -> dict[str, A
 
     if not case.ground_truth:
         return {"patched": "none", "base": "none", "tests": {}, "seconds": 0.0}
+    if any(test.path is not None for test in case.ground_truth):
+        from pytest_critic22.ab.mined import run_mined_ground_truth
+
+        return run_mined_ground_truth(case, repo, options.timeout or 120.0)
     folder = repo / "critic22_ground_truth"
     folder.mkdir()
     for number, test in enumerate(case.ground_truth, 1):
@@ -241,11 +263,13 @@ def _digest_update(h: Any, label: str, data: bytes) -> None:
     h.update(data)
 
 
-def _folder_digest(h: Any, folder: Path) -> None:
+def _folder_digest(h: Any, folder: Path, base: str | None = None) -> None:
     if (folder / ".git").exists():
         from pytest_critic22.gitio import git
 
-        head = git(["rev-parse", "HEAD^{tree}"], folder).stdout.strip()
+        # The tree the case is reviewed on: its base when it names one (a mined case's
+        # repository moves on; its cases do not), else the repository's HEAD.
+        head = git(["rev-parse", f"{base or 'HEAD'}^{{tree}}"], folder).stdout.strip()
         _digest_update(h, "git-tree", head.encode())
         return
     for path in sorted(folder.rglob("*")):
@@ -260,7 +284,7 @@ def case_digest(case: Case, *, with_ground_truth: bool = False) -> str:
     """What a run of the case depends on: the repository, the patch and the packet inputs."""
     h = hashlib.sha256()
     _digest_update(h, "id", case.id.encode())
-    _folder_digest(h, case.repo)
+    _folder_digest(h, case.repo, case.base)
     for label, path in (
         ("patch", case.patch),
         ("spec", case.spec),
@@ -277,6 +301,11 @@ def case_digest(case: Case, *, with_ground_truth: bool = False) -> str:
     if with_ground_truth:
         for test in case.ground_truth:
             _digest_update(h, "ground-truth", test.source.encode())
+            if test.path is not None:
+                _digest_update(h, "ground-truth-at", json.dumps([test.path, *test.nodes]).encode())
+        if case.existing_tests:
+            existing = [*case.test_args, "--", *case.existing_tests]
+            _digest_update(h, "existing", json.dumps(existing).encode())
     return h.hexdigest()
 
 
@@ -303,7 +332,7 @@ def unit_key(
     critic_key: str = "none"
     run_options: dict[str, Any] = {"timeout": options.timeout}
     if kind in ("critic", "unblinded") and critic is not None:
-        if critic.kind == "recorded":
+        if critic.replayed:
             recording = critic.recording(case, unblinded=kind == "unblinded")
             content = recording.read_bytes() if recording is not None else b""
             critic_key = f"{critic.label}:{hashlib.sha256(content).hexdigest()}"
@@ -332,7 +361,7 @@ def plan_units(
     units = []
     for case in cases:
         kinds = ["validator", "critic"]
-        if critic.kind == "recorded" and critic.recording(case, unblinded=True) is not None:
+        if critic.replayed and critic.recording(case, unblinded=True) is not None:
             kinds.append("unblinded")
         kinds.append("ground-truth")
         for kind in kinds:

@@ -1,0 +1,20 @@
+"""``critic22 mine``: a labelled population from the repository's own history.
+
+Every bug-fix commit that changed tests is a good patch with tests that prove it; a small
+wrong variant of the fix that the old tests still accept is a defective patch whose defect
+is known. The stages, pure ones apart from I/O:
+:mod:`~pytest_critic22.mine.select` (which commits are candidates; pure),
+:mod:`~pytest_critic22.mine.mutants` (operator mutants of a fix's added lines; pure),
+:mod:`~pytest_critic22.mine.outcomes` (per-test outcomes as node ids; pure),
+:mod:`~pytest_critic22.mine.assemble` (the population document and the oracle; pure),
+:mod:`~pytest_critic22.mine.probe` (one commit in sandboxed worktrees; I/O),
+:mod:`~pytest_critic22.mine.driver` (the history, the cache and the pool; I/O),
+:mod:`~pytest_critic22.mine.output` (the files and the summary; I/O) and
+:mod:`~pytest_critic22.mine.cli` (``critic22 mine``'s arguments and :func:`main`).
+"""
+
+from __future__ import annotations
+
+from pytest_critic22.mine.cli import main
+
+__all__ = ["main"]

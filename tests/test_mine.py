@@ -1,0 +1,384 @@
+"""``critic22 mine`` on a generated history: three fix commits, one kept, two skipped.
+
+The history (built once per module, with fixed dates so its commits are the same every
+run), newest first: ``average([])`` (its only mutant, a dropped ``not``, breaks an old
+test: no surviving mutant), ``median`` (its test imports a function P lacks: cannot be
+collected at P), a docs commit (no test change), ``pages`` (an off-by-one twin survives
+the old tests and fails the new one: kept), and the root commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_critic22.gitio import git
+from pytest_critic22.mine import driver
+from pytest_critic22.mine.select import MineSettings
+from pytest_critic22.sandbox import resolve
+
+CORE = '''def pages(count, per_page):
+    """How many pages hold count items."""
+    return count // per_page
+
+
+def average(values):
+    return sum(values) / len(values)
+'''
+OLD_TESTS = """from calc.core import average, pages
+
+
+def test_pages_exact():
+    assert pages(20, 10) == 2
+
+
+def test_average():
+    assert average([1, 2, 3]) == 2
+"""
+PAGES_TEST = """from calc.core import pages
+
+
+def test_partial_page_counts():
+    assert pages(21, 10) == 3
+    assert pages(1, 10) == 1
+"""
+MEDIAN = """
+
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+"""
+MEDIAN_TEST = (
+    "from calc.core import median\n\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n"
+)
+AVERAGE_TEST = "\n\ndef test_average_of_nothing():\n    assert average([]) == 0.0\n"
+PAGES_MESSAGE = (
+    "Count the partial last page\n\npages() dropped the last, partial page.\n\n"
+    "Signed-off-by: Someone <someone@example.com>\nCo-authored-by: A Bot <bot@example.com>"
+)
+
+
+def build_history(repo: Path) -> dict[str, str]:
+    """The generated repository; returns {name: commit}."""
+    repo.mkdir(parents=True)
+    git(["init", "-q", "-b", "main"], repo)
+    commits: dict[str, str] = {}
+
+    def commit(name: str, files: dict[str, str], message: str) -> None:
+        for path, text in files.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        date = f"2024-01-{len(commits) + 1:02d}T12:00:00+00:00"
+        git(["add", "-A"], repo)
+        dates = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        git(["commit", "-q", "--no-verify", "-m", message], repo, extra_env=dates)
+        commits[name] = git(["rev-parse", "HEAD"], repo).stdout.strip()
+
+    core = CORE
+    commit(
+        "root",
+        {"calc/__init__.py": "", "calc/core.py": core, "tests/test_core.py": OLD_TESTS},
+        "initial",
+    )
+    core = core.replace("return count // per_page", "return (count + per_page - 1) // per_page")
+    commit("pages", {"calc/core.py": core, "tests/test_pages.py": PAGES_TEST}, PAGES_MESSAGE)
+    commit("docs", {"README.md": "calc\n"}, "Docs")
+    core += MEDIAN
+    commit("median", {"calc/core.py": core, "tests/test_median.py": MEDIAN_TEST}, "Add median")
+    core = core.replace(
+        "def average(values):\n", "def average(values):\n    if not values:\n        return 0.0\n"
+    )
+    commit(
+        "average",
+        {"calc/core.py": core, "tests/test_core.py": OLD_TESTS + AVERAGE_TEST},
+        "average([]) is 0.0",
+    )
+    return commits
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    repo = tmp_path_factory.mktemp("history") / "repo"
+    return repo, build_history(repo)
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    from pytest_critic22.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def mined(
+    history: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """``critic22 mine REPO --out ... --jobs 1 --oracle DIR``, once for the module."""
+    repo, _ = history
+    out = tmp_path_factory.mktemp("mined")
+    code, err = run_cli(
+        "mine", str(repo), "--out", str(out / "population.json"), "--jobs", "1",
+        "--cache", str(out / "cache"), "--oracle", str(out / "oracle"),
+    )  # fmt: skip
+    return {
+        "code": code,
+        "stderr": err,
+        "out": out,
+        "population": json.loads((out / "population.json").read_text()),
+    }
+
+
+def ours() -> list[str]:
+    """Scratch folders of this process's mining runs left in the temp folder."""
+    prefix = f"{driver.SCRATCH_PREFIX}{os.getpid()}-"
+    return [p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(prefix)]
+
+
+def test_three_fixes_give_one_pair_and_two_skips_with_reasons(
+    history: tuple[Path, dict[str, str]], mined: dict[str, Any]
+) -> None:
+    repo, commits = history
+    assert mined["code"] == 0, mined["stderr"]
+    population = mined["population"]
+    short = commits["pages"][:12]
+    assert [(c["id"], c["label"]) for c in population["cases"]] == [
+        (f"{short}.good", "good"),
+        (f"{short}.defective", "defective"),
+    ]
+    skipped = {s["commit"]: s for s in population["mined"]["skipped"]}
+    assert skipped[commits["median"]]["code"] == "not collectable at P"
+    assert "tests.test_median cannot be collected" in skipped[commits["median"]]["reason"]
+    assert skipped[commits["average"]]["code"] == "no surviving mutant"
+    assert population["mined"]["not_kept"] == {
+        "merge or root": 1,
+        "no surviving mutant": 1,
+        "no test change": 1,
+        "not collectable at P": 1,
+    }
+    good, defective = population["cases"]
+    assert good["base"] == defective["base"] == commits["root"]
+    assert good["ground_truth"] == [
+        {
+            "rev": commits["pages"],
+            "path": "tests/test_pages.py",
+            "nodes": ["tests/test_pages.py::test_partial_page_counts"],
+        }
+    ]
+    assert good["existing_tests"] == [
+        "tests/test_core.py::test_average",
+        "tests/test_core.py::test_pages_exact",
+    ]
+    # the twin is the most realistic mutant (off-by-one), not a revert of the fix
+    patch = (mined["out"] / defective["patch"]).read_text()
+    assert "+    return (count + per_page - 2) // per_page" in patch
+    assert "off-by-one" in defective["summary"]
+    # the specification is the message, blinded: no trailers
+    spec = (mined["out"] / good["spec"]).read_text()
+    assert "partial page" in spec and "Signed-off-by" not in spec and "Co-authored" not in spec
+    # no copy of the repository's source: its patches and its specification only
+    written = mined["out"] / "population.cases" / good["fix"][:12]
+    assert sorted(p.name for p in written.iterdir()) == ["defective.diff", "good.diff", "spec.md"]
+    assert "commits 5/5 scanned, 1 cases kept" in mined["stderr"]
+    assert "not kept: 1 merge or root, 1 no surviving mutant" in mined["stderr"]
+    assert not ours()
+    assert git(["worktree", "list", "--porcelain"], repo).stdout.count("worktree ") == 1
+
+
+def test_a_mined_population_loads_with_its_hidden_tests_read_from_the_repository(
+    mined: dict[str, Any],
+) -> None:
+    from pytest_critic22.ab import load_population
+
+    population = load_population(mined["out"] / "population.json")
+    good = population.cases[0]
+    assert good.ground_truth[0].source == PAGES_TEST
+    assert good.ground_truth[0].nodes == ("tests/test_pages.py::test_partial_page_counts",)
+    assert good.existing_tests and good.base is not None
+
+
+@pytest.fixture(scope="module")
+def scored(mined: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``critic22 ab`` on the mined population (every case held out) with the ground-truth
+    critic's answers replayed."""
+    out = mined["out"]
+    document = dict(mined["population"])
+    document["held_out"] = {**document["held_out"], "tuning": []}
+    (out / "all.json").write_text(json.dumps(document))
+    work = tmp_path_factory.mktemp("ab")
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code, err = run_cli(
+            "ab", str(out / "all.json"), "--critic", f"replay:{out / 'oracle'}", "--jobs", "1",
+            "--cache", str(work / "cache"), "--json", str(work / "ab.json"),
+        )  # fmt: skip
+    truth = {
+        json.loads(p.read_text())["case"]: json.loads(p.read_text())
+        for p in (work / "cache").rglob("ground-truth-*.json")
+    }
+    report = json.loads((work / "ab.json").read_text())
+    return {
+        "code": code,
+        "stderr": err,
+        "stdout": stdout.getvalue(),
+        "truth": truth,
+        "report": report,
+    }
+
+
+def test_mined_cases_pass_ground_truth_validation(scored: dict[str, Any]) -> None:
+    """Existing tests pass on both candidates; the hidden tests fail on the defective one
+    and pass on the good one (and fail on the base: they are the fix's)."""
+    truth = scored["truth"]
+    assert len(truth) == 2, scored["stderr"]
+    for case_id, record in truth.items():
+        label = case_id.rsplit(".", 1)[1]
+        assert record["existing"] == "passed", record
+        assert record["base"] == "failed", record
+        assert record["patched"] == ("passed" if label == "good" else "failed"), record
+
+
+def test_the_ground_truth_critic_replayed_verifies_every_defect_and_rejects_no_good_patch(
+    scored: dict[str, Any],
+) -> None:
+    assert scored["code"] == 0, scored["stderr"]
+    assert "held-out: 2 of 2 cases" in scored["stdout"]
+    assert "critic replay:" in scored["stdout"]
+    b = scored["report"]["arms"]["b"]
+    assert (b["recall"]["k"], b["recall"]["n"]) == (1, 1)
+    assert (b["false_rejection"]["k"], b["false_rejection"]["n"]) == (0, 1)
+    a = scored["report"]["arms"]["a"]
+    assert a["recall"]["k"] == 0  # the old tests pass the twin: the validator alone sees nothing
+    assert "label check" not in scored["stdout"]
+
+
+def test_an_interrupted_run_resumes_without_redoing_finished_commits(
+    history: tuple[Path, dict[str, str]], mined: dict[str, Any], tmp_path: Path
+) -> None:
+    repo, commits = history
+    settings = MineSettings()
+    sandbox = resolve("auto")
+    calls: list[str] = []
+
+    def interrupted(job: Any) -> dict[str, Any]:
+        if calls:
+            raise KeyboardInterrupt  # Ctrl-C while the second commit is examined
+        calls.append(job.candidate.commit)
+        return driver.probe_commit(job)
+
+    with pytest.raises(KeyboardInterrupt):
+        driver.mine(repo, settings=settings, cache_dir=tmp_path, sandbox=sandbox, probe=interrupted)
+    assert calls == [commits["average"]] and len(list(tmp_path.glob("*.json"))) == 1
+    assert not ours()
+    assert git(["worktree", "list", "--porcelain"], repo).stdout.count("worktree ") == 1
+
+    redone: list[str] = []
+
+    def counting(job: Any) -> dict[str, Any]:
+        redone.append(job.candidate.commit)
+        return driver.probe_commit(job)
+
+    run = driver.mine(repo, settings=settings, cache_dir=tmp_path, sandbox=sandbox, probe=counting)
+    assert (run.cached, run.examined) == (1, 2)
+    assert redone == [commits["median"], commits["pages"]]
+    assert [r["commit"] for r in run.kept] == [commits["pages"]]
+    population = _population(run, repo, tmp_path / "resumed.json")
+    assert population == _with_texts(mined["population"], mined["out"])
+
+
+def _population(run: driver.MineRun, repo: Path, out: Path) -> dict[str, Any]:
+    from pytest_critic22.gitio import head_commit
+    from pytest_critic22.mine.output import write_outputs
+
+    write_outputs(
+        run, repo=repo, head=head_commit(repo), out=out, settings=MineSettings(), since=None,
+        oracle=None,
+    )  # fmt: skip
+    return _with_texts(json.loads(out.read_text()), out.parent)
+
+
+def _with_texts(document: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The population with its patches and specification inline (they live beside it)."""
+    cases = [
+        {**case, **{key: (folder / case[key]).read_text() for key in ("patch", "spec")}}
+        for case in document["cases"]
+    ]
+    return {**document, "cases": cases}
+
+
+def test_two_jobs_give_the_same_population_as_one(
+    history: tuple[Path, dict[str, str]], mined: dict[str, Any], tmp_path: Path
+) -> None:
+    repo, _ = history
+    code, err = run_cli(
+        "mine", str(repo), "--out", str(tmp_path / "population.json"), "--jobs", "2",
+        "--cache", str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert code == 0, err
+    two = json.loads((tmp_path / "population.json").read_text())
+    one = mined["population"]
+    assert two == one
+    for case in one["cases"]:
+        for key in ("patch", "spec"):
+            assert (tmp_path / case[key]).read_text() == (mined["out"] / case[key]).read_text()
+    assert "0 commits from the cache, 3 examined now" in err
+    assert not ours()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-cases", "0"], "--max-cases must be at least 1"),
+        (["--test-command", "make test"], "--test-command must be a pytest command line"),
+        (["--since=--all"], "--since: not a date"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+    ],
+)
+def test_bad_input_is_one_clear_error_before_any_tree(
+    history: tuple[Path, dict[str, str]], tmp_path: Path, args: list[str], message: str
+) -> None:
+    repo, _ = history
+    code, err = run_cli("mine", str(repo), "--out", str(tmp_path / "p.json"), *args)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("critic22 mine: error: ")
+    assert message in err and not (tmp_path / "p.json").exists()
+
+
+def test_a_folder_outside_git_is_refused(tmp_path: Path) -> None:
+    code, err = run_cli("mine", str(tmp_path), "--out", str(tmp_path / "p.json"))
+    assert code == 2 and "is not inside a git repository" in err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"test_args": ["-p", "evil"]}, "test_args: test command option '-p'"),
+        ({"ground_truth": [{"rev": "HEAD", "path": "../x.py", "nodes": []}]}, "not inside"),
+        (
+            {"ground_truth": [{"rev": "HEAD", "path": "tests/test_pages.py", "nodes": ["-x"]}]},
+            "looks like an option",
+        ),
+        ({"base": "--output=/tmp/x"}, "is not a revision"),
+    ],
+)
+def test_a_tampered_mined_population_is_one_clear_error(
+    mined: dict[str, Any], tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from pytest_critic22.ab import PopulationError, load_population
+
+    document = json.loads(json.dumps(mined["population"]))
+    document["cases"][0].update(change)
+    for case in document["cases"]:
+        for key in ("patch", "spec"):
+            case[key] = str(mined["out"] / case[key])
+    (tmp_path / "p.json").write_text(json.dumps(document))
+    with pytest.raises(PopulationError, match=r"test_args|ground_truth|base") as error:
+        load_population(tmp_path / "p.json")
+    assert message in str(error.value)
