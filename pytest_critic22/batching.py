@@ -50,14 +50,18 @@ class RunRequest:
         return any(_file_of(n).startswith(GENERATED_PREFIX) for n in self.nodeids)
 
     @property
-    def group_key(self) -> tuple[str, int, bool]:
-        return (str(self.tree), self.attempts, self.generated)
+    def group_key(self) -> tuple[str, int, tuple[str, ...]]:
+        """Requests with one key share a child. The critic's generated modules never share
+        one with anything: a module's import-time side effects (a patched global, an
+        environment variable, a registered hook) would reach the other tests in its process
+        and could turn another finding's verdict, or a preservation test's, either way."""
+        return (str(self.tree), self.attempts, self.nodeids if self.generated else ())
 
 
-# Runs a child: (tree, node ids, attempts, merged) -> (the run, its cases). A merged run
-# continues past collection errors (--continue-on-collection-errors): one module's error
-# must not hide the others' outcomes.
-RunChild = Callable[[Path, Sequence[str], int, bool], tuple[RunResult, list[Case]]]
+# Runs a child: (tree, node ids, attempts, requests merged) -> (the run, its cases). A merged
+# run (2 or more requests) continues past collection errors (--continue-on-collection-errors):
+# one module's error must not hide the others' outcomes.
+RunChild = Callable[[Path, Sequence[str], int, int], tuple[RunResult, list[Case]]]
 
 
 @dataclass(slots=True)
@@ -114,6 +118,9 @@ class Batcher:
     # -- called by the executor ------------------------------------------------------------
     def execute(self, works: Sequence[Callable[[], T]]) -> list[_Job[T]]:
         """Run every work in a thread of its own until all are done; runs merged by tree."""
+        from pytest_critic22.runner import allow_children
+
+        allow_children()
         jobs = [_Job(work) for work in works]
         threads = [
             threading.Thread(target=self._job, args=(job,), name=f"critic22-{i}", daemon=True)
@@ -180,7 +187,7 @@ class Batcher:
             return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
         first = requests[0]
         nodeids = list(dict.fromkeys(n for r in requests for n in r.nodeids))
-        merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests) > 1)
+        merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests))
         with self._cond:
             self.stats.children += 1
             self.stats.groups.append(len(requests))
@@ -192,15 +199,13 @@ class Batcher:
             if part is None and not self._cancelled:
                 with self._cond:
                     self.stats.alone += 1
-                part, _ = self._run_child(
-                    request.tree, list(request.nodeids), request.attempts, False
-                )
+                part, _ = self._run_child(request.tree, list(request.nodeids), request.attempts, 1)
             results.append(part or RunResult("error", "interrupted", None, 0.0))
         return results
 
 
 def _grouped(slots: list[_Slot]) -> list[list[_Slot]]:
-    groups: dict[tuple[str, int, bool], list[_Slot]] = {}
+    groups: dict[tuple[str, int, tuple[str, ...]], list[_Slot]] = {}
     for slot in slots:
         groups.setdefault(slot.request.group_key, []).append(slot)
     return list(groups.values())

@@ -7,9 +7,10 @@ as needed when one of its names — entry point, top-level module, distribution,
 without its ``pytest-`` prefix — appears as a word in the project's pytest configuration
 (``pytest.ini``, ``.pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg`` at the
 tree's root), in any ``conftest.py`` of the tree, or in the test files the child runs.
-xdist also counts as needed when the configuration passes ``-n``/``--dist``. A run that ends
-in an error with plugins blocked is run again with every plugin (the caller does that), so a
-wrong guess costs time, never a verdict.
+xdist also counts as needed when the configuration passes ``-n``/``--dist``. Only plugins on a
+short list (:data:`BLOCKABLE`) are ever blocked: those whose absence cannot turn a test's
+outcome when the project never names them. A run that still ends in an error with plugins
+blocked is run again with every plugin (the caller does that).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ _INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
 _XDIST_OPTS = re.compile(r"(?:^|\s)(?:-n\s*\S|--numprocesses\b|--dist\b|--tx\b)")
 NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:critic22)
+# Only plugins whose absence cannot turn an outcome when the project does not name them:
+# hypothesis' (tests that do not import hypothesis cannot use it), measurement (coverage:
+# the runner passes --no-cov anyway), distribution (xdist: a child never fans out), anyio's
+# (a test cannot use it without naming it). Any other plugin may supply a fixture, run async
+# tests, rerun or skip: it is always loaded.
+BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
 
 
 @functools.cache
@@ -63,9 +70,10 @@ def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
     text = _project_text(str(tree), stamp) + "\n" + _read_all(tree, test_files)
     words = set(re.findall(r"[A-Za-z0-9_.-]+", text))
     words |= {w.strip("-.") for w in words}
+    words |= set(re.findall(r"[A-Za-z0-9]+", text))  # asyncio_mode, pytest.mark.anyio
     blocked = []
     for name, names in plugins:
-        if names & words:
+        if name not in BLOCKABLE or names & words:
             continue
         if name.startswith("xdist") and _XDIST_OPTS.search(text):
             continue

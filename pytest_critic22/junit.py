@@ -79,11 +79,11 @@ def read_cases(path: Path) -> list[Case]:
                 status = "failed" if tag == "failure" else tag
                 text = f"{found.get('message', '')}\n{found.text or ''}".strip()
                 break
-        props = {
-            p.get("name", ""): p.get("value", "")
-            for p in case.iter("property")
-            if p.get("name", "").startswith("critic22_")
-        }
+        props: dict[str, str] = {}
+        for prop in case.iter("property"):  # the child plugin's come first: a test's own
+            name = prop.get("name", "")  # record_property cannot override them
+            if name.startswith("critic22_"):
+                props.setdefault(name, prop.get("value", ""))
         attempts = tuple(a for a in props.get(ATTEMPTS, "").split(",") if a)
         cases.append(Case(key, status, props.get(NODEID, ""), attempts, text))
     return cases

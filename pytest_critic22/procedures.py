@@ -200,23 +200,29 @@ def run_confirmed(
 ) -> list[RunResult]:
     """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
 
-    In process (the default) a failing test is executed again in the same child with fresh
-    function fixtures; ``--critic22-rerun-mode=process`` starts a fresh child per run. Either
-    way one run per attempt is returned, and a test that fails once and passes once is a
-    flaky result (:func:`pytest_critic22.verify.confirm_failure`).
+    In process (the default) a failing test is first executed again in the same child with
+    fresh function fixtures (``reruns - 1`` attempts in all): a test that stops failing there
+    is flaky at the price of one child. A failure that held in process is confirmed once more
+    by a fresh child, the last of the ``reruns`` runs, since state a failed attempt left in
+    the process (module globals, caches, wider fixtures) can make the next attempt fail too.
+    ``--critic22-rerun-mode=process`` starts a fresh child for every run. Either way one run
+    per attempt is returned, and a test that fails once and passes once is a flaky result
+    (:func:`pytest_critic22.verify.confirm_failure`).
     """
     times = max(1, ctx.reruns)
     runs: list[RunResult] = []
-    if ctx.rerun_mode != "process":
-        ctx.say(
-            f"{label}, a failure confirmed {times}x in one process" if times > 1 else label + " 1/1"
-        )
-        first = _run(ctx, tree, nodeids, times)
+    if ctx.rerun_mode != "process" and times > 2:
+        inside = times - 1
+        ctx.say(f"{label} 1/{times} (then {inside - 1} in the same process)")
+        first = _run(ctx, tree, nodeids, inside)
         failing = [name for name, status in first.tests.items() if status == "failed"]
-        if all(first.attempts.get(name) for name in failing):
-            return confirmation_runs(first, times)
-        runs = [first]  # a failure the child did not attempt again: fresh runs confirm it
-        if first.status != "failed":
+        complete = all(
+            len(first.attempts.get(name, ())) == inside
+            or first.attempts.get(name, ("failed",))[-1] != "failed"
+            for name in failing
+        )
+        runs = confirmation_runs(first, inside) if complete else [first]
+        if runs[-1].status != "failed":
             return runs
     for attempt in range(len(runs), times):
         ctx.say(f"{label} {attempt + 1}/{times}")
@@ -244,20 +250,24 @@ def run_child(
     tree: Path,
     nodeids: Sequence[str],
     attempts: int,
-    merged: bool = False,
+    merged: int = 1,
 ) -> tuple[RunResult, list[Case]]:
-    """One child pytest for these (checked) node ids, holding one of the CPU slots; a
-    ``merged`` run (several findings' tests) goes on past a module that fails to import."""
+    """One child pytest for these (checked) node ids, holding one of the CPU slots. A run
+    of ``merged`` > 1 requests goes on past a module that fails to import; its time limit is
+    one test command per request and attempt."""
     with cpu_slot(ctx.slot_dir, ctx.slots):
         return run_cases(
             tree,
             as_pytest_args(nodeids),
-            timeout=ctx.timeout,
+            # one test command per attempt, per request merged in
+            timeout=ctx.timeout * max(1, attempts) * max(1, merged),
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,
             scratch=ctx.scratch,
             attempts=attempts,
-            extra_args=["--continue-on-collection-errors"] if merged else [],
+            extra_args=["--continue-on-collection-errors"] if merged > 1 else [],
+            # a merged run that errors is split and its unclean parts run alone instead
+            retry_whole=merged <= 1,
         )
 
 

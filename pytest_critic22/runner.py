@@ -36,6 +36,7 @@ from pytest_critic22.verify import RunResult
 __all__ = [
     "Case",
     "RunResult",
+    "allow_children",
     "clean_env",
     "cpu_slot",
     "default_sandbox",
@@ -167,6 +168,7 @@ def run_cases(
     attempts: int = 1,
     trim_plugins: bool = True,
     extra_args: Sequence[str] = (),
+    retry_whole: bool = True,
 ) -> tuple[RunResult, list[Case]]:
     """:func:`run_pytest`, with the per-test cases of its JUnit report (node ids, attempts,
     failure texts): what a batch of several findings' tests is split by."""
@@ -194,7 +196,7 @@ def run_cases(
         extra_args=extra_args,
     )
     result, cases = once(blocked=blocked)
-    if blocked and result.status == "error" and result.exit_code in (1, 2, 3, 4, 5):
+    if retry_whole and blocked and result.status == "error" and result.exit_code in (1, 2, 3, 4, 5):
         # A guess about the plugins may be why: the verdict comes from a whole run.
         result, cases = once(blocked=())
     return result, cases
@@ -346,6 +348,8 @@ def _supervise(
 ) -> tuple[int | None, bytes, float]:
     start = time.monotonic()
     with _LIVE_LOCK:
+        if _STOPPED.is_set():  # a batch was interrupted: no new child
+            return None, b"interrupted before it started", 0.0
         proc = subprocess.Popen(
             command,
             cwd=tree,
@@ -377,9 +381,19 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+_STOPPED = threading.Event()
+
+
+def allow_children() -> None:
+    """Children may start again (a new batch, after an interrupted one in this process)."""
+    _STOPPED.clear()
+
+
 def kill_live_children() -> None:
-    """Kill the process group of every child this process is running (from any thread)."""
+    """Kill the process group of every child this process is running (from any thread), and
+    start no new one until :func:`allow_children`."""
     with _LIVE_LOCK:
+        _STOPPED.set()
         live = list(_LIVE)
     for proc in live:
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):

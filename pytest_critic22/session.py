@@ -340,7 +340,7 @@ class Critic22Plugin:
         return self._items.result(name, peers)
 
     def _run_child(
-        self, tree: Path, nodeids: Sequence[str], attempts: int, merged: bool
+        self, tree: Path, nodeids: Sequence[str], attempts: int, merged: int
     ) -> tuple[RunResult, list[Case]]:
         from pytest_critic22.procedures import run_child
 

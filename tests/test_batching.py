@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, split
-from pytest_critic22.childplugins import blocked_plugins, installed_plugins
+from pytest_critic22.childplugins import BLOCKABLE, blocked_plugins, installed_plugins
 from pytest_critic22.itembatch import ItemBatch, ResultStore
 from pytest_critic22.procedures import FindingResult
-from pytest_critic22.runner import Case, run_cases, run_pytest
+from pytest_critic22.runner import Case, allow_children, run_cases, run_pytest
 from pytest_critic22.verify import Outcome, RunResult, confirm_failure, confirmation_runs
 
 FLAKY = """\
@@ -51,9 +51,9 @@ ALWAYS = "def test_always():\n    assert 1 == 2\n"
 
 def child(tree: Path) -> RunChild:
     def run(
-        t: Path, nodeids: Sequence[str], attempts: int, merged: bool
+        t: Path, nodeids: Sequence[str], attempts: int, merged: int
     ) -> tuple[RunResult, list[Case]]:
-        extra = ["--continue-on-collection-errors"] if merged else []
+        extra = ["--continue-on-collection-errors"] if merged > 1 else []
         return run_cases(
             t, list(nodeids), timeout=60, pythonpath=[t], attempts=attempts, extra_args=extra
         )
@@ -98,9 +98,9 @@ def test_without_attempts_a_failure_is_one_run() -> None:
 
 
 def test_requests_on_one_tree_merge_into_one_child_and_split_by_node_id(tmp_path: Path) -> None:
-    (tmp_path / "test_critic22_f1.py").write_text(ALWAYS)
-    (tmp_path / "test_critic22_f2.py").write_text("def test_ok():\n    pass\n")
-    (tmp_path / "test_critic22_f3.py").write_text("import no_such_module\n")
+    (tmp_path / "test_p1.py").write_text(ALWAYS)
+    (tmp_path / "test_p2.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "test_p3.py").write_text("import no_such_module\n")
     batcher = Batcher(child(tmp_path), parallel=2)
 
     def work(name: str, times: int) -> RunResult:
@@ -108,9 +108,9 @@ def test_requests_on_one_tree_merge_into_one_child_and_split_by_node_id(tmp_path
 
     jobs = batcher.execute(
         [
-            lambda: work("test_critic22_f1.py", 2),
-            lambda: work("test_critic22_f2.py", 2),
-            lambda: work("test_critic22_f3.py", 2),
+            lambda: work("test_p1.py", 2),
+            lambda: work("test_p2.py", 2),
+            lambda: work("test_p3.py", 2),
         ]
     )
     f1, f2, f3 = (job.value for job in jobs)
@@ -118,29 +118,37 @@ def test_requests_on_one_tree_merge_into_one_child_and_split_by_node_id(tmp_path
     assert (f1.status, f1.merged, f1.attempts) == (
         "failed",
         3,
-        {"test_critic22_f1::test_always": ("failed", "failed")},
+        {"test_p1::test_always": ("failed", "failed")},
     )
-    assert f1.tests == {"test_critic22_f1::test_always": "failed"}
+    assert f1.tests == {"test_p1::test_always": "failed"}
     assert "assert 1 == 2" in f1.output
-    assert (f2.status, f2.tests) == ("passed", {"test_critic22_f2::test_ok": "passed"})
+    assert (f2.status, f2.tests) == ("passed", {"test_p2::test_ok": "passed"})
     # A collection error is run again alone: its reason is exactly a run of its own's.
-    alone = run_pytest(tmp_path, ["test_critic22_f3.py"], timeout=60, pythonpath=[tmp_path])
+    alone = run_pytest(tmp_path, ["test_p3.py"], timeout=60, pythonpath=[tmp_path])
     assert (f3.status, f3.reason, f3.merged) == ("error", alone.reason, 0)
     assert batcher.stats.children == 1 and batcher.stats.alone == 1
 
 
-def test_generated_and_project_tests_never_share_a_child(tmp_path: Path) -> None:
-    (tmp_path / "test_critic22_f1.py").write_text("def test_a():\n    pass\n")
-    (tmp_path / "test_project.py").write_text("def test_b():\n    pass\n")
+def test_a_generated_module_never_shares_a_child(tmp_path: Path) -> None:
+    # F1's module changes a global at import; merged, F2's verdict would be F1's doing.
+    (tmp_path / "shared.py").write_text("LIMIT = 10\n")
+    (tmp_path / "test_critic22_f1.py").write_text(
+        "import shared\nshared.LIMIT = 5\n\ndef test_a():\n    pass\n"
+    )
+    (tmp_path / "test_critic22_f2.py").write_text(
+        "import shared\n\ndef test_b():\n    assert shared.LIMIT == 10\n"
+    )
+    (tmp_path / "test_project.py").write_text("def test_c():\n    pass\n")
     batcher = Batcher(child(tmp_path), parallel=1)
     jobs = batcher.execute(
         [
             lambda: batcher.run(RunRequest(tmp_path, ("test_critic22_f1.py",))),
+            lambda: batcher.run(RunRequest(tmp_path, ("test_critic22_f2.py",))),
             lambda: batcher.run(RunRequest(tmp_path, ("test_project.py",))),
         ]
     )
-    assert [job.value.status for job in jobs if job.value] == ["passed", "passed"]
-    assert batcher.stats.children == 2 and batcher.stats.groups == [1, 1]
+    assert [job.value.status for job in jobs if job.value] == ["passed"] * 3
+    assert batcher.stats.children == 3 and batcher.stats.groups == [1, 1, 1]
 
 
 def test_a_run_without_per_test_outcomes_leaves_every_request_to_a_run_of_its_own() -> None:
@@ -158,7 +166,7 @@ def test_a_procedure_that_raises_is_reported_and_cancel_wakes_the_waiting(
     started = threading.Event()
 
     def endless(
-        t: Path, nodeids: Sequence[str], attempts: int, merged: bool
+        t: Path, nodeids: Sequence[str], attempts: int, merged: int
     ) -> tuple[RunResult, list[Case]]:
         started.set()
         threading.Event().wait(0.01)
@@ -172,8 +180,13 @@ def test_a_procedure_that_raises_is_reported_and_cancel_wakes_the_waiting(
     jobs = batcher.execute([boom])
     assert isinstance(jobs[0].error, ValueError)
     batcher.cancel()
-    with pytest.raises(Cancelled):
-        batcher.run(RunRequest(tmp_path, ("x.py",)))
+    try:
+        with pytest.raises(Cancelled):
+            batcher.run(RunRequest(tmp_path, ("x.py",)))
+        stopped = run_pytest(tmp_path, ["x.py"], timeout=60, pythonpath=[tmp_path])
+        assert stopped.status == "error"  # no new child after an interrupt
+    finally:
+        allow_children()
 
 
 # -- the items' shared results -------------------------------------------------------------
@@ -224,6 +237,15 @@ def test_plugins_the_project_does_not_mention_are_blocked(tmp_path: Path) -> Non
     assert "hypothesispytest" not in blocked_plugins(tmp_path, ["test_b.py"])
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -n 2\n")
     assert "xdist" not in blocked_plugins(tmp_path, ["test_a.py"])
+
+
+def test_only_plugins_that_cannot_turn_an_outcome_are_ever_blocked(tmp_path: Path) -> None:
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert set(blocked_plugins(tmp_path, ["test_a.py"])) <= BLOCKABLE
+    (tmp_path / "test_m.py").write_text(
+        "import pytest\n\n@pytest.mark.anyio\ndef test_m():\n    pass\n"
+    )
+    assert "anyio" not in blocked_plugins(tmp_path, ["test_m.py"])
 
 
 def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: Path) -> None:
