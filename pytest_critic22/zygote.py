@@ -63,12 +63,10 @@ def _run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     start = time.monotonic()
     sys.stdout.flush()
     sys.stderr.flush()
-    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the job: a pytest session of its own
         status = 3
         try:
-            _die_with(parent)
             os.dup2(out, 1)
             os.dup2(out, 2)
             os.close(out)
@@ -100,17 +98,6 @@ def _run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
             break
         time.sleep(0.005)
     return {"code": code, "seconds": time.monotonic() - start}
-
-
-def _die_with(parent: int) -> None:
-    """The job dies with this process, even by SIGKILL (as the runner's launcher makes every
-    child die with the controller): PR_SET_PDEATHSIG, which survives the job's exec."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(3)
 
 
 if __name__ == "__main__":
