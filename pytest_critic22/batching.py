@@ -50,20 +50,13 @@ class RunRequest:
         return any(_file_of(n).startswith(GENERATED_PREFIX) for n in self.nodeids)
 
     @property
-    def group_key(self) -> tuple[str, int, bool]:
+    def group_key(self) -> tuple[str, int, tuple[str, ...]]:
         """Requests with one key share a child. The critic's generated modules never share
-        a *session* with anything: a module's import-time side effects (a patched global, an
+        one with anything: a module's import-time side effects (a patched global, an
         environment variable, a registered hook) would reach the other tests in its process
-        and could turn another finding's verdict, or a preservation test's, either way. So
-        generated requests share only a child whose forks each run one request's session."""
-        return (str(self.tree), self.attempts, self.generated)
+        and could turn another finding's verdict, or a preservation test's, either way."""
+        return (str(self.tree), self.attempts, self.nodeids if self.generated else ())
 
-
-# Runs each request's node ids as a session of its own in one child (forks: zygote.py): None
-# for a request that a run of its own must decide.
-RunForked = Callable[
-    [Path, Sequence[Sequence[str]], int], list[tuple[RunResult, list[Case]] | None]
-]
 
 # Runs a child: (tree, node ids, attempts, requests merged) -> (the run, its cases). A merged
 # run (2 or more requests) continues past collection errors (--continue-on-collection-errors):
@@ -96,11 +89,8 @@ class Stats:
 class Batcher:
     """Runs a set of procedures in threads and merges their test runs by tree."""
 
-    def __init__(
-        self, run_child: RunChild, parallel: int, run_forked: RunForked | None = None
-    ) -> None:
+    def __init__(self, run_child: RunChild, parallel: int) -> None:
         self._run_child = run_child
-        self._run_forked = run_forked
         self._parallel = max(1, parallel)
         self._cond = threading.Condition()
         self._active = 0  # procedures working (not waiting for a run, not done)
@@ -145,7 +135,7 @@ class Batcher:
             with self._cond:
                 while True:
                     if self._active == 0 and self._pending:
-                        groups = _grouped(self._pending, self._parallel)
+                        groups = _grouped(self._pending)
                         self._pending = []
                         for group in groups:
                             pool.submit(self._dispatch, group)
@@ -196,8 +186,6 @@ class Batcher:
         if self._cancelled:
             return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
         first = requests[0]
-        if first.generated:
-            return self._run_sessions(requests)
         nodeids = list(dict.fromkeys(n for r in requests for n in r.nodeids))
         merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests))
         with self._cond:
@@ -215,46 +203,12 @@ class Batcher:
             results.append(part or RunResult("error", "interrupted", None, 0.0))
         return results
 
-    def _run_sessions(self, requests: list[RunRequest]) -> list[RunResult]:
-        """Generated requests: a session each, forks of one child when there are several."""
-        first = requests[0]
-        parts: list[tuple[RunResult, list[Case]] | None] = [None for _ in requests]
-        if self._run_forked is not None:  # one child, its confirmations fresh forks
-            parts = self._run_forked(first.tree, [r.nodeids for r in requests], first.attempts)
-            with self._cond:
-                self.stats.children += 1
-                self.stats.groups.append(len(requests))
-        results: list[RunResult] = []
-        for request, part in zip(requests, parts, strict=True):
-            if part is None and not self._cancelled:
-                with self._cond:
-                    self.stats.children += 1
-                    if len(requests) > 1:
-                        self.stats.alone += 1
-                part = self._run_child(request.tree, list(request.nodeids), request.attempts, 1)
-            if part is None:
-                results.append(RunResult("error", "interrupted", None, 0.0))
-            elif len(requests) > 1:
-                results.append(replace(part[0], merged=len(requests)))
-            else:
-                results.append(part[0])
-        return results
 
-
-def _grouped(slots: list[_Slot], parallel: int) -> list[list[_Slot]]:
-    """Slots by group key; generated groups cut in up to ``parallel`` chunks, which run side
-    by side (their sessions are separate anyway)."""
-    groups: dict[tuple[str, int, bool], list[_Slot]] = {}
+def _grouped(slots: list[_Slot]) -> list[list[_Slot]]:
+    groups: dict[tuple[str, int, tuple[str, ...]], list[_Slot]] = {}
     for slot in slots:
         groups.setdefault(slot.request.group_key, []).append(slot)
-    chunks: list[list[_Slot]] = []
-    for key, group in groups.items():
-        if key[2] and len(group) > 1:
-            count = min(max(1, parallel), len(group))
-            chunks += [group[i::count] for i in range(count)]
-        else:
-            chunks.append(group)
-    return chunks
+    return list(groups.values())
 
 
 def split(

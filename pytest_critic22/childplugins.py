@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["blocked_plugins", "installed_plugins", "plugin_modules"]
+__all__ = ["blocked_plugins", "installed_plugins"]
 
 _INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
@@ -34,18 +34,6 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 # (a test cannot use it without naming it). Any other plugin may supply a fixture, run async
 # tests, rerun or skip: it is always loaded.
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
-
-
-@functools.cache
-def plugin_modules() -> tuple[tuple[str, str], ...]:
-    """(entry-point name, the module it loads) for every pytest11 plugin."""
-    from importlib.metadata import entry_points
-
-    return tuple(
-        (ep.name, ep.value.split(":")[0])
-        for ep in entry_points(group="pytest11")
-        if ep.name not in NEVER_BLOCKED
-    )
 
 
 @functools.cache

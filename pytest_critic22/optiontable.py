@@ -185,9 +185,8 @@ def _add_run(group: pytest.OptionGroup) -> None:
         dest="critic22_rerun_mode",
         choices=("inprocess", "process"),
         default="inprocess",
-        help="how a failing test is run again to confirm it: 'inprocess' (default) lets the "
-        "child that ran it confirm (the critic's tests: fresh forks of that child; others: the "
-        "same process with fresh function fixtures, then one fresh child); 'process' starts a "
+        help="how a failing test is run again to confirm it: 'inprocess' re-executes the test "
+        "in the same child pytest with fresh function fixtures (default); 'process' starts a "
         "fresh child pytest for each confirmation run",
     )
     group.addoption(

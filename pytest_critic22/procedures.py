@@ -46,7 +46,6 @@ __all__ = [
     "read_source",
     "run_child",
     "run_confirmed",
-    "run_sessions",
     "run_tests",
     "scrubbed",
 ]
@@ -201,24 +200,21 @@ def run_confirmed(
 ) -> list[RunResult]:
     """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
 
-    By default (``--critic22-rerun-mode=inprocess``) the child that ran the tests confirms:
-    the critic's tests run as a session in a fork of a child that started once
-    (:mod:`pytest_critic22.forkrun`), and a failing session runs again in a fresh fork, a new
-    process each time. Tests run alone in a child of their own are executed again in that
-    process with fresh function fixtures, all runs but the last, which is a fresh child since
-    a failed attempt can leave state behind (module globals, caches, wider fixtures).
+    In process (the default) a failing test is first executed again in the same child with
+    fresh function fixtures (``reruns - 1`` attempts in all): a test that stops failing there
+    is flaky at the price of one child. A failure that held in process is confirmed once more
+    by a fresh child, the last of the ``reruns`` runs, since state a failed attempt left in
+    the process (module globals, caches, wider fixtures) can make the next attempt fail too.
     ``--critic22-rerun-mode=process`` starts a fresh child for every run. Either way one run
     per attempt is returned, and a test that fails once and passes once is a flaky result
     (:func:`pytest_critic22.verify.confirm_failure`).
     """
     times = max(1, ctx.reruns)
     runs: list[RunResult] = []
-    if ctx.rerun_mode != "process" and times > 1:
-        ctx.say(f"{label} (a failure confirmed {times}x)")
-        first = _run(ctx, tree, nodeids, times)
-        if first.fresh_attempts:  # each attempt was a fresh fork: the confirmation is done
-            return confirmation_runs(first, times)
-        inside = in_process_attempts(times)
+    if ctx.rerun_mode != "process" and times > 2:
+        inside = times - 1
+        ctx.say(f"{label} 1/{times} (then {inside - 1} in the same process)")
+        first = _run(ctx, tree, nodeids, inside)
         failing = [name for name, status in first.tests.items() if status == "failed"]
         complete = all(
             len(first.attempts.get(name, ())) == inside
@@ -235,12 +231,6 @@ def run_confirmed(
         if run.status != "failed":
             break
     return runs
-
-
-def in_process_attempts(times: int) -> int:
-    """Of ``times`` runs confirming a failure, how many a child makes in its own process: all
-    but the last, which is a fresh child (a failed attempt may leave state behind)."""
-    return times - 1 if times > 2 else 1
 
 
 def _run(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str], attempts: int) -> RunResult:
@@ -270,33 +260,14 @@ def run_child(
             tree,
             as_pytest_args(nodeids),
             # one test command per attempt, per request merged in
-            timeout=ctx.timeout * in_process_attempts(attempts) * max(1, merged),
+            timeout=ctx.timeout * max(1, attempts) * max(1, merged),
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,
             scratch=ctx.scratch,
-            attempts=in_process_attempts(attempts),
+            attempts=attempts,
             extra_args=["--continue-on-collection-errors"] if merged > 1 else [],
             # a merged run that errors is split and its unclean parts run alone instead
             retry_whole=merged <= 1,
-        )
-
-
-def run_sessions(
-    ctx: ExecutionContext, tree: Path, requests: Sequence[Sequence[str]], attempts: int
-) -> list[tuple[RunResult, list[Case]] | None]:
-    """Each request's (checked) node ids as a pytest session of its own, all in one child
-    holding one CPU slot (:mod:`pytest_critic22.forkrun`)."""
-    from pytest_critic22.forkrun import run_forked
-
-    with cpu_slot(ctx.slot_dir, ctx.slots):
-        return run_forked(
-            tree,
-            [as_pytest_args(nodeids) for nodeids in requests],
-            timeout=ctx.timeout,
-            pythonpath=detect_pythonpath(tree, ctx.pythonpath),
-            attempts=attempts,
-            sandbox=ctx.sandbox,
-            scratch=ctx.scratch,
         )
 
 

@@ -44,7 +44,6 @@ __all__ = [
     "interpret",
     "is_secret_name",
     "kill_live_children",
-    "pytest_args",
     "read_cases",
     "run_cases",
     "run_pytest",
@@ -232,7 +231,26 @@ def _run_once(
             "-m",
             *module,
             "pytest",
-            *pytest_args(junit, plugins, blocked, attempts, [*extra_args, *args]),
+            *[arg for name in plugins for arg in ("-p", name)],
+            "-p",
+            "no:critic22",
+            "-p",
+            "no:cacheprovider",
+            *[arg for name in blocked for arg in ("-p", f"no:{name}")],
+            "-p",
+            "pytest_critic22.childrerun",
+            *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
+            "-q",
+            "-rN",
+            f"--junitxml={junit}",
+            "-o",
+            "junit_family=xunit2",
+            "-o",
+            "junit_logging=no",
+            "--color=no",
+            *([] if "pytest_cov" in blocked else _no_measurement()),
+            *extra_args,
+            *args,
         ]
         code, out, seconds = spawn_python(
             tree,
@@ -254,38 +272,6 @@ def _run_once(
             return timed_out, []
         cases = read_cases(junit)
         return interpret(code, cases, out, seconds), cases
-
-
-def pytest_args(
-    junit: Path,
-    plugins: Sequence[str],
-    blocked: Sequence[str],
-    attempts: int,
-    args: Sequence[str],
-) -> list[str]:
-    """A child's pytest arguments: our plugins in, the user's critic22 and cache out, the
-    blocked plugins out, results to ``junit``, then ``args``."""
-    return [
-        *[arg for name in plugins for arg in ("-p", name)],
-        "-p",
-        "no:critic22",
-        "-p",
-        "no:cacheprovider",
-        *[arg for name in blocked for arg in ("-p", f"no:{name}")],
-        "-p",
-        "pytest_critic22.childrerun",
-        *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
-        "-q",
-        "-rN",
-        f"--junitxml={junit}",
-        "-o",
-        "junit_family=xunit2",
-        "-o",
-        "junit_logging=no",
-        "--color=no",
-        *([] if "pytest_cov" in blocked else _no_measurement()),
-        *args,
-    ]
 
 
 def default_sandbox() -> Sandbox:

@@ -335,10 +335,7 @@ class Critic22Plugin:
             from pytest_critic22.itembatch import ItemBatch
 
             self._items = ItemBatch(
-                self.trees.scratch / "results",
-                self._run_child,
-                os.cpu_count() or 1,
-                self._run_sessions,
+                self.trees.scratch / "results", self._run_child, os.cpu_count() or 1
             )
         return self._items.result(name, peers)
 
@@ -348,13 +345,6 @@ class Critic22Plugin:
         from pytest_critic22.procedures import run_child
 
         return run_child(self._ctx("batch"), tree, nodeids, attempts, merged)
-
-    def _run_sessions(
-        self, tree: Path, requests: Sequence[Sequence[str]], attempts: int
-    ) -> list[tuple[RunResult, list[Case]] | None]:
-        from pytest_critic22.procedures import run_sessions
-
-        return run_sessions(self._ctx("batch"), tree, requests, attempts)
 
     def _ctx(self, label: str) -> ExecutionContext:
         """The run's execution context, its progress lines labelled with the item's id."""

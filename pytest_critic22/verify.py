@@ -48,7 +48,6 @@ class RunResult:
     attempts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     merged: int = 0  # > 1: this run's tests ran in one child with other requests' (a batch)
     attempt: int = 0  # > 1: this "run" is attempt N of a test in the child of the first run
-    fresh_attempts: bool = False  # the attempts ran in fresh processes (forks), not in one
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -134,16 +133,7 @@ def confirmation_runs(first: RunResult, times: int) -> list[RunResult]:
         )
         reason = "errors during collection or setup" if status == "error" else ""
         code = 0 if status == "passed" else 1
-        again = RunResult(
-            status,
-            reason,
-            code,
-            0.0,
-            tests,
-            first.output,
-            attempt=k + 1,
-            fresh_attempts=first.fresh_attempts,
-        )
+        again = RunResult(status, reason, code, 0.0, tests, first.output, attempt=k + 1)
         runs.append(again)
         if status != "failed":
             break
