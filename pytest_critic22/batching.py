@@ -148,7 +148,8 @@ class Batcher:
         finally:
             pool.shutdown(wait=not self._cancelled, cancel_futures=True)
             for thread in threads:
-                thread.join(timeout=None if not self._cancelled else 5)
+                if thread.ident is not None:  # started (a failed start must not hide why)
+                    thread.join(timeout=None if not self._cancelled else 5)
         return jobs
 
     def cancel(self) -> None:
@@ -230,7 +231,7 @@ def split(
             parts.append(None)
             continue
         tests = {c.key: c.status for c in own}
-        statuses = set(tests.values())
+        statuses = {c.status for c in own}  # two cases of one name: both count
         status: RunStatus = "failed" if "failed" in statuses else "passed"
         text = "\n\n".join(f"{c.nodeid}: {c.text}" for c in own if c.text and c.status == "failed")
         parts.append(

@@ -185,9 +185,9 @@ def _add_run(group: pytest.OptionGroup) -> None:
         dest="critic22_rerun_mode",
         choices=("inprocess", "process"),
         default="inprocess",
-        help="how a failing test is run again to confirm it: 'inprocess' re-executes the test "
-        "in the same child pytest with fresh function fixtures (default); 'process' starts a "
-        "fresh child pytest for each confirmation run",
+        help="how a failing test is run again to confirm it: 'inprocess' (default) re-executes "
+        "it in the same child with fresh function fixtures, all runs but the last, which is a "
+        "fresh child; 'process' starts a fresh child pytest for every run",
     )
     group.addoption(
         "--critic22-fresh-trees",
