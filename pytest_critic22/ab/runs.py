@@ -143,7 +143,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         elapsed=round(time.monotonic() - started, 3),
     )
     if not record.get("error"):
-        _write_atomic(unit.cache_file, record)
+        write_atomic(unit.cache_file, record)
     return record
 
 
@@ -247,7 +247,8 @@ def _remove_scratch(scratch: Path, repo: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _write_atomic(path: Path, record: Mapping[str, Any]) -> None:
+def write_atomic(path: Path, record: Mapping[str, Any]) -> None:
+    """``record`` as JSON at ``path``: a reader sees all of it or the old file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

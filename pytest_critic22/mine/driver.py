@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_critic22.ab.runs import write_atomic
 from pytest_critic22.gitio import changed_paths, commit_log, git, worktree_remove
 from pytest_critic22.mine.probe import Job, probe_commit
 from pytest_critic22.mine.select import (
@@ -173,14 +174,6 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
     )
 
 
-def _write_atomic(path: Path, record: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, sort_keys=True)
-    os.replace(tmp, path)
-
-
 def mine(
     repo: Path,
     *,
@@ -227,7 +220,7 @@ def mine(
         def finished(index: int, record: dict[str, Any], *, from_cache: bool) -> None:
             results[index] = record
             if not from_cache and record["status"] != "error":
-                _write_atomic(
+                write_atomic(
                     cache_file(cache_dir, jobs_by_index[index].candidate, settings), record
                 )
             meter.advance(kept=record["status"] == "kept")
