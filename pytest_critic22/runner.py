@@ -266,10 +266,11 @@ def _run_once(
             scratch=scratch,
         )
         if code is None:
-            timed_out = RunResult(
-                "error", f"timed out after {timeout:g}s", None, seconds, output=out
-            )
-            return timed_out, []
+            reason = f"timed out after {timeout:g}s"
+            if attempts > 1:  # the limit is per run: say the user's
+                each = timeout / attempts
+                reason = f"timed out after {each:g}s per run ({attempts} in one child)"
+            return RunResult("error", reason, None, seconds, output=out), []
         cases = read_cases(junit)
         return interpret(code, cases, out, seconds), cases
 
