@@ -172,107 +172,74 @@ def run_cases(
 ) -> tuple[RunResult, list[Case]]:
     """:func:`run_pytest`, with the per-test cases of its JUnit report (node ids, attempts,
     failure texts): what a batch of several findings' tests is split by."""
+    for arg in args:
+        if arg.startswith("@"):
+            reason = f"refused to run: {arg!r} would be read by pytest as a file of arguments"
+            return RunResult("error", reason, None, 0.0), []
     blocked: tuple[str, ...] = ()
     if trim_plugins:
         from pytest_critic22.childplugins import blocked_plugins
 
         blocked = blocked_plugins(tree, [a for a in args if not a.startswith("-")])
-    once = functools.partial(
-        _run_once,
-        tree,
-        args,
-        timeout=timeout,
-        pythonpath=pythonpath,
-        memory_bytes=memory_bytes,
-        max_processes=max_processes,
-        env=env,
-        extra_env=extra_env,
-        module=module,
-        plugins=plugins,
-        sandbox=sandbox,
-        writable=writable,
-        scratch=scratch,
-        attempts=attempts,
-        extra_args=extra_args,
-    )
-    result, cases = once(blocked=blocked)
-    if retry_whole and blocked and result.status == "error" and result.exit_code in (1, 2, 3, 4, 5):
-        # A guess about the plugins may be why: the verdict comes from a whole run.
-        result, cases = once(blocked=())
+    # With plugins blocked, a run that errors is run again whole: a guess about the plugins
+    # may be why, and the verdict comes from a whole run.
+    for block in (blocked, ()) if retry_whole and blocked else (blocked,):
+        with tempfile.TemporaryDirectory(prefix="critic22-run-", dir=_scratch(scratch)) as tmp:
+            junit = Path(tmp) / "junit.xml"
+            python_args = [
+                "-m",
+                *module,
+                "pytest",
+                *[arg for name in plugins for arg in ("-p", name)],
+                "-p",
+                "no:critic22",
+                "-p",
+                "no:cacheprovider",
+                *[arg for name in block for arg in ("-p", f"no:{name}")],
+                "-p",
+                "pytest_critic22.childrerun",
+                *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
+                "-q",
+                "-rN",
+                f"--junitxml={junit}",
+                "-o",
+                "junit_family=xunit2",
+                "-o",
+                "junit_logging=no",
+                "--color=no",
+                *([] if "pytest_cov" in block else _no_measurement()),
+                *extra_args,
+                *args,
+            ]
+            code, out, seconds = spawn_python(
+                tree,
+                python_args,
+                timeout=timeout,
+                pythonpath=pythonpath,
+                memory_bytes=memory_bytes,
+                max_processes=max_processes,
+                env=env,
+                extra_env=extra_env,
+                sandbox=sandbox,
+                writable=[Path(tmp), *writable],
+                scratch=scratch,
+            )
+            cases = read_cases(junit) if code is not None else []
+        if code is None:
+            return RunResult("error", _no_end(timeout, attempts), None, seconds, output=out), []
+        result = interpret(code, cases, out, seconds)
+        if not (block and result.status == "error" and code in (1, 2, 3, 4, 5)):
+            break
     return result, cases
 
 
-def _run_once(
-    tree: Path,
-    args: Sequence[str],
-    *,
-    timeout: float,
-    pythonpath: Sequence[Path],
-    memory_bytes: int,
-    max_processes: int,
-    env: Mapping[str, str] | None,
-    extra_env: Mapping[str, str] | None,
-    module: Sequence[str],
-    plugins: Sequence[str],
-    sandbox: Sandbox | None,
-    writable: Sequence[Path],
-    scratch: Path | None,
-    attempts: int,
-    blocked: Sequence[str],
-    extra_args: Sequence[str],
-) -> tuple[RunResult, list[Case]]:
-    for arg in args:
-        if arg.startswith("@"):
-            reason = f"refused to run: {arg!r} would be read by pytest as a file of arguments"
-            return RunResult("error", reason, None, 0.0), []
-    with tempfile.TemporaryDirectory(prefix="critic22-run-", dir=_scratch(scratch)) as tmp:
-        junit = Path(tmp) / "junit.xml"
-        python_args = [
-            "-m",
-            *module,
-            "pytest",
-            *[arg for name in plugins for arg in ("-p", name)],
-            "-p",
-            "no:critic22",
-            "-p",
-            "no:cacheprovider",
-            *[arg for name in blocked for arg in ("-p", f"no:{name}")],
-            "-p",
-            "pytest_critic22.childrerun",
-            *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
-            "-q",
-            "-rN",
-            f"--junitxml={junit}",
-            "-o",
-            "junit_family=xunit2",
-            "-o",
-            "junit_logging=no",
-            "--color=no",
-            *([] if "pytest_cov" in blocked else _no_measurement()),
-            *extra_args,
-            *args,
-        ]
-        code, out, seconds = spawn_python(
-            tree,
-            python_args,
-            timeout=timeout,
-            pythonpath=pythonpath,
-            memory_bytes=memory_bytes,
-            max_processes=max_processes,
-            env=env,
-            extra_env=extra_env,
-            sandbox=sandbox,
-            writable=[Path(tmp), *writable],
-            scratch=scratch,
-        )
-        if code is None:
-            reason = f"timed out after {timeout:g}s"
-            if attempts > 1:  # the limit is per run: say the user's
-                each = timeout / attempts
-                reason = f"timed out after {each:g}s per run ({attempts} in one child)"
-            return RunResult("error", reason, None, seconds, output=out), []
-        cases = read_cases(junit)
-        return interpret(code, cases, out, seconds), cases
+def _no_end(timeout: float, attempts: int) -> str:
+    """Why a child gave no exit status: an interrupted batch, or the time limit (per run)."""
+    if _STOPPED.is_set():
+        return "interrupted: no new child after Ctrl-C"
+    if attempts > 1:
+        return f"timed out after {timeout / attempts:g}s per run ({attempts} in one child)"
+    return f"timed out after {timeout:g}s"
 
 
 def default_sandbox() -> Sandbox:

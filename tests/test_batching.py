@@ -163,29 +163,38 @@ def test_a_run_without_per_test_outcomes_leaves_every_request_to_a_run_of_its_ow
 def test_a_procedure_that_raises_is_reported_and_cancel_wakes_the_waiting(
     tmp_path: Path,
 ) -> None:
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
-    def endless(
+    def held_child(
         t: Path, nodeids: Sequence[str], attempts: int, merged: int
     ) -> tuple[RunResult, list[Case]]:
         started.set()
-        threading.Event().wait(0.01)
+        release.wait(60)  # a child that runs until the interrupt
         return RunResult("passed", "", 0, 0.0), []
 
-    batcher = Batcher(endless, parallel=1)
+    batcher = Batcher(held_child, parallel=1)
 
     def boom() -> RunResult:
         raise ValueError("a bug in a kind")
 
-    jobs = batcher.execute([boom])
-    assert isinstance(jobs[0].error, ValueError)
-    batcher.cancel()
+    def interrupt() -> None:
+        started.wait(60)
+        batcher.cancel()
+
+    threading.Thread(target=interrupt, daemon=True).start()
     try:
+        jobs = batcher.execute([boom, lambda: batcher.run(RunRequest(tmp_path, ("x.py",)))])
+        assert isinstance(jobs[0].error, ValueError)
+        assert isinstance(jobs[1].error, Cancelled)  # woken while its run was in flight
         with pytest.raises(Cancelled):
             batcher.run(RunRequest(tmp_path, ("x.py",)))
         stopped = run_pytest(tmp_path, ["x.py"], timeout=60, pythonpath=[tmp_path])
-        assert stopped.status == "error"  # no new child after an interrupt
+        assert (stopped.status, stopped.reason) == (
+            "error",
+            "interrupted: no new child after Ctrl-C",
+        )  # no new child after an interrupt
     finally:
+        release.set()
         allow_children()
 
 
@@ -254,6 +263,7 @@ def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: 
         pytest.skip("needs hypothesis' pytest plugin installed")
     # --hypothesis-show-statistics is an option of the blocked plugin: a usage error without it.
     (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert "hypothesispytest" in blocked_plugins(tmp_path, ["test_a.py"])  # so the first errs
     result = run_pytest(
         tmp_path, ["test_a.py", "--hypothesis-show-statistics"], timeout=60, pythonpath=[tmp_path]
     )
