@@ -30,7 +30,7 @@ from pytest_critic22.nodeids import GENERATED_PREFIX
 from pytest_critic22.runner import Case
 from pytest_critic22.verify import RunResult, RunStatus
 
-__all__ = ["Batcher", "Cancelled", "RunRequest", "split"]
+__all__ = ["Batcher", "Cancelled", "RunForked", "RunRequest", "split"]
 
 T = TypeVar("T")
 
@@ -44,6 +44,7 @@ class RunRequest:
     tree: Path
     nodeids: tuple[str, ...]
     attempts: int = 1  # in-process confirmation of a failing test (1: none)
+    confirm: int = 1  # a fork-server's runs for it: the first, then fresh forks while failing
 
     @property
     def generated(self) -> bool:
@@ -62,6 +63,11 @@ class RunRequest:
 # run (2 or more requests) continues past collection errors (--continue-on-collection-errors):
 # one module's error must not hide the others' outcomes.
 RunChild = Callable[[Path, Sequence[str], int, int], tuple[RunResult, list[Case]]]
+
+# Runs each generated request as sessions of its own in one child (a fork-server:
+# pytest_critic22.forkrun), confirming per its ``confirm``; None for a request that a child
+# of its own must decide.
+RunForked = Callable[[Path, Sequence[RunRequest]], list[tuple[RunResult, list[Case]] | None]]
 
 
 @dataclass(slots=True)
@@ -89,8 +95,11 @@ class Stats:
 class Batcher:
     """Runs a set of procedures in threads and merges their test runs by tree."""
 
-    def __init__(self, run_child: RunChild, parallel: int) -> None:
+    def __init__(
+        self, run_child: RunChild, parallel: int, run_forked: RunForked | None = None
+    ) -> None:
         self._run_child = run_child
+        self._run_forked = run_forked
         self._parallel = max(1, parallel)
         self._cond = threading.Condition()
         self._active = 0  # procedures working (not waiting for a run, not done)
@@ -135,7 +144,8 @@ class Batcher:
             with self._cond:
                 while True:
                     if self._active == 0 and self._pending:
-                        groups = _grouped(self._pending)
+                        forked = self._run_forked is not None
+                        groups = _grouped(self._pending, forked, self._parallel)
                         self._pending = []
                         for group in groups:
                             pool.submit(self._dispatch, group)
@@ -187,6 +197,8 @@ class Batcher:
         if self._cancelled:
             return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
         first = requests[0]
+        if first.generated and self._run_forked is not None:
+            return self._run_sessions(requests, self._run_forked)
         nodeids = list(dict.fromkeys(n for r in requests for n in r.nodeids))
         merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests))
         with self._cond:
@@ -204,12 +216,45 @@ class Batcher:
             results.append(part or RunResult("error", "interrupted", None, 0.0))
         return results
 
+    def _run_sessions(self, requests: list[RunRequest], forked: RunForked) -> list[RunResult]:
+        """Generated requests: sessions of their own in one fork-server child; a request it
+        could not decide runs in a child of its own."""
+        parts = forked(requests[0].tree, requests)
+        with self._cond:
+            self.stats.children += 1
+            self.stats.groups.append(len(requests))
+        results: list[RunResult] = []
+        for request, part in zip(requests, parts, strict=True):
+            if part is None and not self._cancelled:
+                with self._cond:
+                    self.stats.alone += 1
+                part = self._run_child(request.tree, list(request.nodeids), request.attempts, 1)
+            if part is None:
+                results.append(RunResult("error", "interrupted", None, 0.0))
+            else:
+                results.append(
+                    replace(part[0], merged=len(requests)) if len(requests) > 1 else part[0]
+                )
+        return results
 
-def _grouped(slots: list[_Slot]) -> list[list[_Slot]]:
+
+def _grouped(slots: list[_Slot], forked: bool, parallel: int) -> list[list[_Slot]]:
+    """Slots by group key. With a fork-server, the generated requests of a tree share its
+    children (their sessions stay apart), cut in up to ``parallel`` groups side by side."""
     groups: dict[tuple[str, int, tuple[str, ...]], list[_Slot]] = {}
     for slot in slots:
-        groups.setdefault(slot.request.group_key, []).append(slot)
-    return list(groups.values())
+        request = slot.request
+        shared = forked and request.generated
+        key = (str(request.tree), -1, ("<forked>",)) if shared else request.group_key
+        groups.setdefault(key, []).append(slot)
+    chunks: list[list[_Slot]] = []
+    for key, group in groups.items():
+        if key[1] == -1 and len(group) > 1:
+            count = min(max(1, parallel), len(group))
+            chunks += [group[i::count] for i in range(count)]
+        else:
+            chunks.append(group)
+    return chunks
 
 
 def split(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from pytest_critic22.procedures import FindingResult
 
 if TYPE_CHECKING:
-    from pytest_critic22.batching import Batcher, RunChild
+    from pytest_critic22.batching import Batcher, RunChild, RunForked
 
 __all__ = ["ItemBatch", "ResultStore"]
 
@@ -78,9 +78,16 @@ class ResultStore:
 class ItemBatch:
     """One process's share of the run's generated items."""
 
-    def __init__(self, folder: Path, run_child: RunChild, parallel: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        run_child: RunChild,
+        parallel: int,
+        run_forked: RunForked | None = None,
+    ) -> None:
         self.store = ResultStore(folder)
         self._run_child = run_child
+        self._run_forked = run_forked
         self._parallel = parallel
         self._done: dict[str, FindingResult] = {}
         self._failed: dict[str, BaseException] = {}
@@ -138,7 +145,7 @@ class ItemBatch:
         from pytest_critic22.batching import Batcher
 
         names = list(works)
-        batcher = Batcher(self._run_child, self._parallel)
+        batcher = Batcher(self._run_child, self._parallel, self._run_forked)
         self.batcher = batcher
         try:
             jobs = batcher.execute([works[n] for n in names])

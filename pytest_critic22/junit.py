@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_critic22.verify import RunResult, RunStatus
 
-__all__ = ["ATTEMPTS", "NODEID", "Case", "interpret", "read_cases"]
+__all__ = ["ATTEMPTS", "NODEID", "Case", "interpret", "parse_cases", "read_cases"]
 
 from pytest_critic22.childrerun import ATTEMPTS, NODEID
 
@@ -69,6 +69,21 @@ def read_cases(path: Path) -> list[Case]:
         root = ET.parse(path).getroot()
     except ET.ParseError:
         return []
+    return _cases(root)
+
+
+def parse_cases(text: str) -> list[Case]:
+    """:func:`read_cases` of a report's text (a fork-server session sends it)."""
+    if not text:
+        return []
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return []
+    return _cases(root)
+
+
+def _cases(root: ET.Element) -> list[Case]:
     cases = []
     for case in root.iter("testcase"):
         key = f"{case.get('classname', '')}::{case.get('name', '')}"

@@ -185,9 +185,11 @@ def _add_run(group: pytest.OptionGroup) -> None:
         dest="critic22_rerun_mode",
         choices=("inprocess", "process"),
         default="inprocess",
-        help="how a failing test is run again to confirm it: 'inprocess' (default) re-executes "
-        "it in the same child with fresh function fixtures, all runs but the last, which is a "
-        "fresh child; 'process' starts a fresh child pytest for every run",
+        help="how tests run and a failing one is confirmed: 'inprocess' (default): under "
+        "bubblewrap the critic's tests run as sessions of one fork-server child per tree, "
+        "each in a fresh fork, a failure confirmed by fresh forks; other tests re-execute a "
+        "failure in the same child with fresh function fixtures, all runs but the last, which "
+        "is a fresh child; 'process': a fresh child pytest for every run",
     )
     group.addoption(
         "--critic22-fresh-trees",

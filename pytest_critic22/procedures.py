@@ -29,7 +29,7 @@ from pytest_critic22.trees import TreeSet, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, RunResult, confirmation_runs, import_failure
 
 if TYPE_CHECKING:
-    from pytest_critic22.batching import Batcher
+    from pytest_critic22.batching import Batcher, RunRequest
     from pytest_critic22.kinds.base import FindingLike, NotExecutable, Scope
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "read_source",
     "run_child",
     "run_confirmed",
+    "run_sessions",
     "run_tests",
     "scrubbed",
 ]
@@ -211,17 +212,26 @@ def run_confirmed(
     """
     times = max(1, ctx.reruns)
     runs: list[RunResult] = []
-    if ctx.rerun_mode != "process" and times > 2:
-        inside = times - 1
-        ctx.say(f"{label} 1/{times} (then {inside - 1} in the same process)")
-        first = _run(ctx, tree, nodeids, inside)
-        failing = [name for name, status in first.tests.items() if status == "failed"]
-        complete = all(
-            len(first.attempts.get(name, ())) == inside
-            or first.attempts.get(name, ("failed",))[-1] != "failed"
-            for name in failing
-        )
-        runs = confirmation_runs(first, inside) if complete else [first]
+    if ctx.rerun_mode != "process" and times > 1:
+        inside = times - 1 if times > 2 else 1
+        ctx.say(f"{label} (a failure is confirmed {times}x)")
+        first = _run(ctx, tree, nodeids, inside, confirm=times)
+        if first.then:  # a fork-server confirmed it: each run a fresh process of its own
+            runs = [first]
+            for again in first.then:
+                if runs[-1].status != "failed":
+                    break
+                runs.append(again)
+        elif inside > 1:
+            failing = [name for name, status in first.tests.items() if status == "failed"]
+            complete = all(
+                len(first.attempts.get(name, ())) == inside
+                or first.attempts.get(name, ("failed",))[-1] != "failed"
+                for name in failing
+            )
+            runs = confirmation_runs(first, inside) if complete else [first]
+        else:
+            runs = [first]
         if runs[-1].status != "failed":
             return runs
     for attempt in range(len(runs), times):
@@ -233,7 +243,13 @@ def run_confirmed(
     return runs
 
 
-def _run(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str], attempts: int) -> RunResult:
+def _run(
+    ctx: ExecutionContext,
+    tree: Path,
+    nodeids: Sequence[str],
+    attempts: int,
+    confirm: int = 1,
+) -> RunResult:
     for nodeid in nodeids:
         problem = check_in_tree(nodeid, tree)
         if problem:
@@ -241,7 +257,7 @@ def _run(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str], attempts: in
     if ctx.batch is not None:
         from pytest_critic22.batching import RunRequest
 
-        return ctx.batch.run(RunRequest(tree, tuple(nodeids), attempts))
+        return ctx.batch.run(RunRequest(tree, tuple(nodeids), attempts, confirm))
     return run_child(ctx, tree, nodeids, attempts)[0]
 
 
@@ -268,6 +284,23 @@ def run_child(
             extra_args=["--continue-on-collection-errors"] if merged > 1 else [],
             # a merged run that errors is split and its unclean parts run alone instead
             retry_whole=merged <= 1,
+        )
+
+
+def run_sessions(
+    ctx: ExecutionContext, tree: Path, requests: Sequence[RunRequest]
+) -> list[tuple[RunResult, list[Case]] | None]:
+    """Each request's (checked) node ids as sessions of their own in one fork-server child
+    holding one CPU slot (:mod:`pytest_critic22.forkrun`)."""
+    from pytest_critic22.forkrun import ForkRequest, run_forked
+
+    with cpu_slot(ctx.slot_dir, ctx.slots):
+        return run_forked(
+            tree,
+            [ForkRequest(tuple(as_pytest_args(r.nodeids)), r.confirm) for r in requests],
+            timeout=ctx.timeout,
+            pythonpath=detect_pythonpath(tree, ctx.pythonpath),
+            sandbox=ctx.sandbox,
         )
 
 

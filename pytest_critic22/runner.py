@@ -44,11 +44,14 @@ __all__ = [
     "interpret",
     "is_secret_name",
     "kill_live_children",
+    "launcher_argv",
+    "pytest_args",
     "read_cases",
     "run_cases",
     "run_pytest",
     "scrubbed_tail",
     "spawn_python",
+    "supervise",
 ]
 
 # The launcher sets limits, then becomes pytest: limits without preexec_fn (thread-safe).
@@ -190,26 +193,7 @@ def run_cases(
                 "-m",
                 *module,
                 "pytest",
-                *[arg for name in plugins for arg in ("-p", name)],
-                "-p",
-                "no:critic22",
-                "-p",
-                "no:cacheprovider",
-                *[arg for name in block for arg in ("-p", f"no:{name}")],
-                "-p",
-                "pytest_critic22.childrerun",
-                *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
-                "-q",
-                "-rN",
-                f"--junitxml={junit}",
-                "-o",
-                "junit_family=xunit2",
-                "-o",
-                "junit_logging=no",
-                "--color=no",
-                *([] if "pytest_cov" in block else _no_measurement()),
-                *extra_args,
-                *args,
+                *pytest_args(str(junit), plugins, block, attempts, [*extra_args, *args]),
             ]
             code, out, seconds = spawn_python(
                 tree,
@@ -231,6 +215,38 @@ def run_cases(
         if not (block and result.status == "error" and code in (1, 2, 3, 4, 5)):
             break
     return result, cases
+
+
+def pytest_args(
+    junit: str,
+    plugins: Sequence[str],
+    blocked: Sequence[str],
+    attempts: int,
+    args: Sequence[str],
+) -> list[str]:
+    """A child's pytest arguments: our plugins in, the user's critic22 and the cache out,
+    the blocked plugins out, results to the JUnit report ``junit``, then ``args``."""
+    return [
+        *[arg for name in plugins for arg in ("-p", name)],
+        "-p",
+        "no:critic22",
+        "-p",
+        "no:cacheprovider",
+        *[arg for name in blocked for arg in ("-p", f"no:{name}")],
+        "-p",
+        "pytest_critic22.childrerun",
+        *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
+        "-q",
+        "-rN",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit2",
+        "-o",
+        "junit_logging=no",
+        "--color=no",
+        *([] if "pytest_cov" in blocked else _no_measurement()),
+        *args,
+    ]
 
 
 def _no_end(timeout: float, attempts: int) -> str:
@@ -266,15 +282,7 @@ def spawn_python(
     The output tail is scrubbed of credentials before anything can record it.
     """
     box = sandbox or default_sandbox()
-    launcher = [
-        sys.executable,
-        "-c",
-        _LAUNCHER,
-        str(int(timeout) + 5),
-        str(memory_bytes),
-        str(max_processes),
-        *python_args,
-    ]
+    launcher = launcher_argv(python_args, int(timeout) + 5, memory_bytes, max_processes)
     base_env = os.environ if env is None else env
     with contextlib.ExitStack() as stack:
         if box.isolated:
@@ -300,6 +308,21 @@ def spawn_python(
     return code, scrubbed_tail(out, base_env), seconds
 
 
+def launcher_argv(
+    python_args: Sequence[str], cpu_seconds: int, memory_bytes: int, max_processes: int
+) -> list[str]:
+    """``python ARGS`` behind the launcher that sets the resource limits first."""
+    return [
+        sys.executable,
+        "-c",
+        _LAUNCHER,
+        str(cpu_seconds),
+        str(memory_bytes),
+        str(max_processes),
+        *python_args,
+    ]
+
+
 def scrubbed_tail(out: bytes | None, environ: Mapping[str, str], limit: int = 4000) -> str:
     """The output's tail, credentials masked. Scrubbed before it is cut, with a margin, so a
     secret straddling the cut is masked whole rather than leaking its end."""
@@ -314,25 +337,42 @@ _MARGIN = 1024  # longer than any credential
 def _supervise(
     command: Sequence[str], tree: Path, env: Mapping[str, str], timeout: float
 ) -> tuple[int | None, bytes, float]:
+    code, out, _, seconds = supervise(command, tree, env, timeout)
+    return code, out, seconds
+
+
+def supervise(
+    command: Sequence[str],
+    tree: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    stdin: bytes | None = None,
+    stderr_apart: bool = False,
+) -> tuple[int | None, bytes, bytes, float]:
+    """Run a child in its own session, registered as live (Ctrl-C kills it), its whole
+    process group killed when it ends or its time is up: (exit status or None, standard
+    output — with the error output unless ``stderr_apart`` —, error output, seconds)."""
     start = time.monotonic()
     with _LIVE_LOCK:
         if _STOPPED.is_set():  # a batch was interrupted: no new child
-            return None, b"interrupted before it started", 0.0
+            return None, b"interrupted before it started", b"", 0.0
         proc = subprocess.Popen(
             command,
             cwd=tree,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
             start_new_session=True,
         )
         _LIVE.add(proc)
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return None, drain(proc), time.monotonic() - start
+        out, err = _drained(proc)
+        return None, out, err, time.monotonic() - start
     except BaseException:  # Ctrl-C and friends: leave no child behind
         _kill_group(proc)
         raise
@@ -340,7 +380,7 @@ def _supervise(
         _kill_group(proc)  # grandchildren that outlived the child
         with _LIVE_LOCK:
             _LIVE.discard(proc)
-    return proc.returncode, out or b"", time.monotonic() - start
+    return proc.returncode, out or b"", err or b"", time.monotonic() - start
 
 
 # Children started by this process and not yet reaped: a batch interrupted in one thread
@@ -393,11 +433,16 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def drain(proc: subprocess.Popen[bytes]) -> bytes:
+    return _drained(proc)[0]
+
+
+def _drained(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a killed child had written (communicate keeps what it read before a timeout)."""
     try:
-        out, _ = proc.communicate(timeout=5)
+        out, err = proc.communicate(timeout=5)
     except (subprocess.TimeoutExpired, ValueError):
-        return b""
-    return out or b""
+        return b"", b""
+    return out or b"", err or b""
 
 
 def tail_text(out: bytes | None, limit: int = 4000) -> str:

@@ -174,8 +174,14 @@ def bwrap_argv(
     tree: Path,
     writable: Sequence[Path],
     readable: Sequence[Path] = (),
+    fork_server: bool = False,
 ) -> list[str]:
     """The bubblewrap command line that runs ``command`` in ``tree``.
+
+    ``fork_server``: the command is the namespace's first process, no bubblewrap init beside
+    it (that init would hold its standard output where its sessions can open it through
+    ``/proc/1/fd``; as PID 1 it reaps orphans itself), and the IPC namespace's POSIX message
+    queues are listed in ``/dev/mqueue`` (so that it can remove a session's).
 
     Later mounts win, so the order is: everything read-only, then an empty tmpfs over /tmp,
     /run, /var/tmp and the controller's home, then what Python needs brought back read-only,
@@ -202,6 +208,7 @@ def bwrap_argv(
         "ALL",
         "--die-with-parent",
         "--new-session",
+        *(["--as-pid-1", "--mqueue", "/dev/mqueue"] if fork_server else []),
         "--chdir",
         str(Path(os.path.realpath(tree))),
         "--",

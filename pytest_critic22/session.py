@@ -39,6 +39,7 @@ from pytest_critic22.verify import Disposition, RunResult
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from pytest_critic22.batching import RunRequest
     from pytest_critic22.checks import CheckRegistry
     from pytest_critic22.critic import Completion, CriticSettings
     from pytest_critic22.itembatch import ItemBatch
@@ -334,10 +335,19 @@ class Critic22Plugin:
         if self._items is None:
             from pytest_critic22.itembatch import ItemBatch
 
+            # --critic22-rerun-mode=process: every run a child of its own, no fork-server
+            forked = self._run_sessions if self.opts.rerun_mode != "process" else None
             self._items = ItemBatch(
-                self.trees.scratch / "results", self._run_child, os.cpu_count() or 1
+                self.trees.scratch / "results", self._run_child, os.cpu_count() or 1, forked
             )
         return self._items.result(name, peers)
+
+    def _run_sessions(
+        self, tree: Path, requests: Sequence[RunRequest]
+    ) -> list[tuple[RunResult, list[Case]] | None]:
+        from pytest_critic22.procedures import run_sessions
+
+        return run_sessions(self._ctx("batch"), tree, requests)
 
     def _run_child(
         self, tree: Path, nodeids: Sequence[str], attempts: int, merged: int

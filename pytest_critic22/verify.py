@@ -48,6 +48,9 @@ class RunResult:
     attempts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     merged: int = 0  # > 1: this run's tests ran in one child with other requests' (a batch)
     attempt: int = 0  # > 1: this "run" is attempt N of a test in the child of the first run
+    # Fresh runs, each a process of its own, that went on confirming this failing one (a
+    # fork-server session's confirmations: pytest_critic22.forkrun); not part of the record.
+    then: tuple[RunResult, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {

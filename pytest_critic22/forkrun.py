@@ -1,0 +1,166 @@
+"""Several requests' pytest sessions in one sandboxed child (:mod:`pytest_critic22.zygote`).
+
+Each request keeps what a child of its own gives it: its own session (a fresh fork of a
+process that imported pytest once), exit status, JUnit report and output, read by the same
+:func:`pytest_critic22.junit.interpret`, and a sandbox emptied of the sessions before it (no
+process, no ``/tmp`` file, no IPC object left). Only the sandbox's start-up, the
+interpreter's and pytest's imports are shared. A failing session is confirmed by fresh forks,
+each a new process; each confirmation is a run of its own in the result (never filled in).
+
+Only under bubblewrap: the rlimits fallback has no PID namespace in which leftovers can be
+found and killed, so there every request runs as a child of its own. A request is left to a
+child of its own (None) when its first session errored with plugins blocked (the guess about
+plugins may be why), and when the child ended before its session did (a crash, a kill).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_critic22.junit import Case, interpret, parse_cases
+from pytest_critic22.runner import (
+    default_sandbox,
+    launcher_argv,
+    pytest_args,
+    scrubbed_tail,
+    supervise,
+)
+from pytest_critic22.sandbox import CHILD_HOME, CHILD_TMP, Sandbox, bwrap_argv, child_env
+from pytest_critic22.verify import RunResult
+
+__all__ = ["ForkRequest", "run_forked"]
+
+_SOURCE = Path(__file__).with_name("zygote.py")
+_JUNIT = "/tmp/critic22-job/junit.xml"  # the zygote's JUNIT: in the session's private /tmp
+
+
+@dataclass(frozen=True, slots=True)
+class ForkRequest:
+    args: tuple[str, ...]  # checked pytest arguments (node ids)
+    runs: int = 1  # the first run, then fresh forks confirming while it fails
+
+
+def run_forked(
+    tree: Path,
+    requests: Sequence[ForkRequest],
+    *,
+    timeout: float,
+    pythonpath: Sequence[Path],
+    sandbox: Sandbox | None = None,
+    memory_bytes: int = 4 << 30,
+    max_processes: int = 256,
+    env: Mapping[str, str] | None = None,
+) -> list[tuple[RunResult, list[Case]] | None]:
+    """Each request as sessions of its own in one child; ``timeout`` is each session's.
+
+    A request's result is its first run, with the confirming runs as its ``then``; its cases
+    are the first run's. None: a child of its own must decide (see the module's docstring).
+    """
+    box = sandbox or default_sandbox()
+    if not box.isolated or not requests:
+        return [None for _ in requests]
+    if any(arg.startswith("@") for request in requests for arg in request.args):
+        return [None for _ in requests]  # run_pytest refuses it, with its reason
+    from pytest_critic22.childplugins import blocked_plugins
+
+    files = [a for request in requests for a in request.args if not a.startswith("-")]
+    blocked = blocked_plugins(tree, files)
+    runs = [max(1, request.runs) for request in requests]
+    jobs = [
+        {"args": pytest_args(_JUNIT, (), blocked, 1, request.args), "runs": n, "timeout": timeout}
+        for request, n in zip(requests, runs, strict=True)
+    ]
+    overall = timeout * sum(runs) + 30  # each session is timed inside; this is a backstop
+    base_env = os.environ if env is None else env
+    command = bwrap_argv(
+        launcher_argv(["-c", _source()], int(overall) + 5, memory_bytes, max_processes),
+        tree=tree,
+        writable=(),
+        fork_server=True,  # PID 1: nothing else in its namespace holds the results' pipe
+    )
+    child = child_env(base_env, pythonpath, home=CHILD_HOME, tmp=CHILD_TMP, pass_env=box.pass_env)
+    child["CRITIC22_SANDBOX"] = box.mode
+    spec = json.dumps({"jobs": jobs}).encode("utf-8")
+    _, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
+    done = _in_order(out.decode("utf-8", "replace").splitlines(), runs)
+    if done is None:
+        return [None for _ in requests]
+    return [_result(done.get(index, []), timeout, blocked, base_env) for index in range(len(jobs))]
+
+
+def _in_order(lines: Sequence[str], runs: Sequence[int]) -> dict[int, list[dict[str, Any]]] | None:
+    """The sessions' records by job, exactly in the order the zygote runs them (job by job,
+    run by run, a further run only after a failing one); None when anything deviates, so
+    that nothing is ever credited to the wrong request. A line cut short ends the reading."""
+    done: dict[int, list[dict[str, Any]]] = {}
+    job, run, code = -1, 0, None
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break  # the child was killed while writing
+        if not isinstance(record, dict):
+            return None
+        if "ready" in record:
+            continue
+        if "broken" in record:
+            break
+        nth, kth, this = record.get("job"), record.get("run"), record.get("code")
+        if type(nth) is not int or type(kth) is not int or not _well_typed(record):
+            return None
+        if nth == job and kth == run + 1 and code == 1 and kth < runs[job]:
+            run = kth
+        elif nth == job + 1 and kth == 0 and nth < len(runs):
+            job, run = nth, 0
+        else:
+            return None
+        code = this
+        done.setdefault(job, []).append(record)
+    return done
+
+
+def _well_typed(record: dict[str, Any]) -> bool:
+    code, seconds = record.get("code"), record.get("seconds", 0.0)
+    return (
+        (code is None or type(code) is int)
+        and type(seconds) in (int, float)
+        and all(isinstance(record.get(key, ""), str) for key in ("junit", "output"))
+    )
+
+
+def _result(
+    records: list[dict[str, Any]],
+    timeout: float,
+    blocked: Sequence[str],
+    environ: Mapping[str, str],
+) -> tuple[RunResult, list[Case]] | None:
+    if not records:
+        return None
+    done = [_run(record, timeout, environ) for record in records]
+    first, cases = done[0]
+    if first.status == "error" and first.exit_code is not None and blocked:
+        return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
+    return replace(first, then=tuple(run for run, _ in done[1:])), cases
+
+
+def _run(
+    record: dict[str, Any], timeout: float, environ: Mapping[str, str]
+) -> tuple[RunResult, list[Case]]:
+    output = scrubbed_tail(str(record.get("output", "")).encode("utf-8"), environ)
+    seconds = float(record.get("seconds") or 0.0)
+    code = record.get("code")
+    if not isinstance(code, int):
+        return RunResult("error", f"timed out after {timeout:g}s", None, seconds, output=output), []
+    cases = parse_cases(str(record.get("junit", "")))
+    return interpret(code, cases, output, seconds), cases
+
+
+@functools.cache
+def _source() -> str:
+    return _SOURCE.read_text(encoding="utf-8")

@@ -1,0 +1,377 @@
+"""The fork-server: several pytest sessions in one sandboxed child, one after another.
+
+Started by :mod:`pytest_critic22.forkrun` as ``python -c SOURCE`` inside bubblewrap (never by
+importing this package: pytest would warn that it cannot rewrite a plugin imported before it,
+and a project that turns warnings into errors would fail on that). It imports pytest and its
+built-in plugins once, freezes its heap and makes itself non-dumpable, then runs every job's
+sessions, one at a time, each in a fresh fork of itself. Between two sessions it leaves the
+next one what a separate child would have found (:func:`_sweep`):
+
+- no process: everything in the sandbox's PID namespace but the zygote, its first process
+  (``--as-pid-1``: no other process there holds the results' pipe), is killed and reaped,
+  ``setsid`` and double-forked ones included (they cannot leave the namespace);
+- an empty ``/tmp`` (the sandbox's private tmpfs: the session's JUnit report, output and
+  ``HOME`` live there; a mount under it, a tree, is never entered) and ``/dev/shm``, no
+  POSIX message queue and no SysV IPC object;
+- the limits, priority and affinity it started with (a session that changed the zygote's
+  ends the batch early);
+- its descriptors closed but its own result pipe, a session of its own (``setsid``).
+
+Results travel only through that pipe: the session sends its exit status, its JUnit report
+and its output's tail, the zygote relays them as one JSON line on the standard output it
+kept for itself. The zygote is non-dumpable and the sandbox dropped every capability, so a
+session can read neither its memory nor its descriptors through ``/proc``; as PID 1 it gets
+no signal from inside its namespace it did not ask for. Should it end anyway, the batch ends
+early and the caller runs the rest as children of their own. A job's sessions are its first
+run, then fresh forks confirming while it fails (exit status 1), up to ``runs``; each has
+its own time limit, after which it is killed.
+
+Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...]}``. Standard
+output: a first line ``{"ready": true}``, then a line per session: ``{"job": I, "run": K,
+"code": C or null, "seconds": S, "junit": XML, "output": TEXT}``; ``{"broken": WHY}`` when a
+session's leftovers could not be cleared (no further session runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import stat
+import sys
+import time
+from typing import Any
+
+JOB_DIR = "/tmp/critic22-job"  # in the sandbox's private /tmp, emptied between sessions
+JUNIT = JOB_DIR + "/junit.xml"
+OUTPUT = JOB_DIR + "/output.txt"
+_OUTPUT_TAIL = 64 * 1024
+_MAX_RESULT = 64 << 20  # bytes a session may send; the rest is dropped
+_PR_SET_DUMPABLE = 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.buffer.read() or b"{}")
+    results = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # stray prints of ours go to stderr, never into the results
+    os.close(null)
+    if _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        _emit(results, {"broken": "prctl(PR_SET_DUMPABLE) failed"})
+        return 0
+    # As PID 1, only signals it handles reach it from its namespace: Python's SIGINT is one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    home = os.environ.get("HOME", "")
+    # What every session imports first: pytest and its built-in plugins. Nothing pytest may
+    # want to assert-rewrite (a third-party plugin, a conftest, this package) is imported.
+    import importlib
+
+    import pytest  # noqa: F401
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+    gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
+    try:
+        _sweep()  # nothing of the sandbox's start-up is left for the first session either
+    except _Broken as exc:
+        _emit(results, {"broken": str(exc)})
+        return 0
+    _emit(results, {"ready": True})
+    inherited = _inherited()
+    for index, job in enumerate(spec.get("jobs", [])):
+        for run in range(max(1, int(job.get("runs", 1)))):
+            try:
+                if _inherited() != inherited:  # prlimit, renice... on the zygote by a session
+                    raise _Broken("a session changed what the next one would inherit")
+                done = _session(job, home)
+            except _Broken as exc:
+                _emit(results, {"broken": str(exc)})
+                return 0
+            _emit(results, {"job": index, "run": run, **done})
+            if done["code"] != 1:  # only a failing session is confirmed
+                break
+    return 0
+
+
+def _inherited() -> tuple[object, ...]:
+    """What a fork inherits that another process of the same user can change without
+    ptrace: resource limits, priority, CPU affinity, scheduling policy, OOM score."""
+    limits = tuple(
+        resource.getrlimit(getattr(resource, name))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    )
+    try:
+        with open("/proc/self/oom_score_adj", encoding="ascii") as handle:
+            oom = handle.read()
+    except OSError:
+        oom = ""
+    return (
+        limits,
+        os.getpriority(os.PRIO_PROCESS, 0),
+        sorted(os.sched_getaffinity(0)),
+        os.sched_getscheduler(0),
+        oom,
+    )
+
+
+def _emit(stream: Any, record: dict[str, Any]) -> None:
+    stream.write(json.dumps(record) + "\n")
+    stream.flush()
+
+
+def _session(job: dict[str, Any], home: str) -> dict[str, Any]:
+    """One session in a fresh fork: its exit status (None: killed at its time limit), time,
+    JUnit report and output tail, as the session sent them through its pipe."""
+    timeout = float(job.get("timeout", 60))
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            _job(write_end, job, home)
+        finally:
+            os._exit(3)
+    os.close(write_end)
+    code, late, data = _wait(read_end, pid, start + timeout)
+    seconds = time.monotonic() - start
+    os.close(read_end)
+    record: dict[str, Any] = {"code": None if late else code, "seconds": seconds}
+    try:
+        sent = json.loads(data.decode("utf-8", "replace")) if data else {}
+    except ValueError:
+        sent = {}
+    if not isinstance(sent, dict):
+        sent = {}
+    if not late and isinstance(sent.get("code"), int):
+        record["code"] = sent["code"]
+    for key in ("junit", "output"):
+        if isinstance(sent.get(key), str):
+            record[key] = sent[key]
+    return record
+
+
+def _wait(fd: int, pid: int, deadline: float) -> tuple[int | None, bool, bytes]:
+    """Read what the session sends while it runs; when it ends (or its time is up: killed),
+    clear its leftovers, whose copies of the pipe end with them, and read the rest.
+    (exit status, timed out, data)."""
+    chunks: list[bytes] = []
+    size = 0
+    code: int | None = None
+    late = False
+    open_ = True
+    while open_ and code is None:
+        if time.monotonic() > deadline:
+            late = True
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            break
+        ready, _, _ = select.select([fd], [], [], 0.005)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            open_ = bool(chunk)
+            if size < _MAX_RESULT:
+                chunks.append(chunk)
+                size += len(chunk)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+    if code is None and not late:
+        _, status = os.waitpid(pid, 0)  # the pipe closed first: it is ending
+        code = os.waitstatus_to_exitcode(status)
+    _sweep()
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while size < _MAX_RESULT:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return code, late, b"".join(chunks)
+
+
+class _Broken(Exception):
+    pass
+
+
+def _sweep() -> None:
+    """Kill every process in the sandbox but this one (its PID 1), then empty ``/tmp``,
+    ``/dev/shm``, the POSIX message queues and SysV IPC: the next session starts as a
+    separate child would."""
+    for _ in range(2000):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # as PID 1: every other process of the namespace
+        with contextlib.suppress(ChildProcessError):  # orphans are ours to reap
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        if _pids() == [os.getpid()]:
+            break
+        time.sleep(0.001)
+    else:
+        raise _Broken("a session's processes could not all be killed")
+    for folder in ("/tmp", "/dev/shm", "/dev/mqueue"):
+        if os.path.isdir(folder) and not _clear(folder, os.lstat(folder).st_dev):
+            raise _Broken(f"{folder} could not be emptied")
+    _remove_ipc()
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _clear(folder: str, device: int) -> bool:
+    """Remove everything in ``folder`` on its own file system, never crossing into another
+    (the trees the sandbox binds may live under /tmp: a mount is left alone, whatever its
+    name). True when all that is left are mounts and the folders that lead to them."""
+    clean = True
+    for entry in list(os.scandir(folder)):
+        try:
+            status = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if status.st_dev != device:
+            continue  # a mount
+        if stat.S_ISDIR(status.st_mode):
+            if _clear(entry.path, device):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
+            else:
+                clean = False
+            continue
+        try:
+            os.unlink(entry.path)
+        except OSError:
+            clean = False
+    return clean and all(
+        os.lstat(e.path).st_dev != device or _leads_to_mount(e.path, device)
+        for e in os.scandir(folder)
+    )
+
+
+def _leads_to_mount(folder: str, device: int) -> bool:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    return bool(entries) and all(
+        e.stat(follow_symlinks=False).st_dev != device
+        or (e.is_dir(follow_symlinks=False) and _leads_to_mount(e.path, device))
+        for e in entries
+    )
+
+
+def _remove_ipc() -> None:
+    """SysV shared memory, semaphores and message queues a session left (IPC_RMID)."""
+    for kind, call in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                if kind == "sem":
+                    getattr(_libc, call)(int(fields[1]), 0, 0, None)  # IPC_RMID
+                else:
+                    getattr(_libc, call)(int(fields[1]), 0, None)
+
+
+def _job(result: int, job: dict[str, Any], home: str) -> None:
+    """The session: its own process group and session, the zygote's descriptors closed."""
+    code = 3
+    _close_all_but(result)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.setsid()
+    with contextlib.suppress(OSError):
+        os.makedirs(JOB_DIR, exist_ok=True)
+        if home.startswith("/tmp/"):
+            os.makedirs(home, exist_ok=True)
+    with contextlib.suppress(ValueError, OSError):
+        cpu = int(float(job.get("timeout", 60))) + 5
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard < 0 else min(cpu, hard), hard))
+    out = os.open(OUTPUT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    try:
+        code = _pytest_main(list(job["args"]))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+    _send(
+        result, {"code": code, "junit": _read(JUNIT, None), "output": _read(OUTPUT, _OUTPUT_TAIL)}
+    )
+    os._exit(code & 0xFF)
+
+
+def _close_all_but(keep: int) -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _pytest_main(args: list[str]) -> int:
+    """``python -m pytest ARGS`` as far as the session can tell: its ``sys.argv`` and a
+    ``__main__`` that is pytest's, not the zygote's."""
+    import importlib.util
+    import types
+
+    import pytest
+
+    main_file = os.path.join(os.path.dirname(pytest.__file__), "__main__.py")
+    module = types.ModuleType("__main__")
+    module.__file__ = main_file
+    module.__spec__ = importlib.util.find_spec("pytest.__main__")
+    sys.modules["__main__"] = module
+    sys.argv = [main_file, *args]
+    return int(pytest.main(args))
+
+
+def _send(fd: int, record: dict[str, Any]) -> None:
+    data = json.dumps(record).encode("utf-8")
+    with contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]
+
+
+def _read(path: str, tail: int | None) -> str:
+    try:
+        with open(path, "rb") as handle:
+            if tail is not None:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, handle.tell() - tail))
+            return handle.read(_MAX_RESULT).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

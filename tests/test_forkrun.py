@@ -1,0 +1,282 @@
+"""The fork-server (zygote.py, forkrun.py): sessions of one child that cannot reach each other.
+
+Real runs under bubblewrap: a job leaves processes, files, IPC objects and a listening port
+behind, tries to forge another job's result, or kills the zygote; the next job must see a
+sandbox like a fresh child's and get its own result, or none (run alone), never a wrong one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.forkrun import ForkRequest, run_forked
+from pytest_critic22.sandbox import probe_bwrap, resolve
+
+pytestmark = pytest.mark.skipif(probe_bwrap() is not None, reason="needs bubblewrap")
+
+MARK = "critic22-forkrun-test-sleeper"
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name, text in files.items():
+        (tree / name).write_text(textwrap.dedent(text))
+    return tree
+
+
+def _run(tree: Path, *requests: ForkRequest, timeout: float = 60) -> list:
+    return run_forked(
+        tree, list(requests), timeout=timeout, pythonpath=[tree], sandbox=resolve("bwrap")
+    )
+
+
+LITTERER = f"""
+    import os, socket, subprocess, sys
+
+    def test_leaves_everything_behind():
+        open("/tmp/left-behind", "w").write("x")
+        os.makedirs("/tmp/critic22-home/.cache", exist_ok=True)
+        open("/dev/shm/left-behind", "w").write("x")
+        server = socket.socket()
+        server.bind(("127.0.0.1", 47123))
+        server.listen()
+        sys.modules["__keep"] = server
+        # a daemon in a session of its own, its parent gone (double-forked)
+        code = "import os, time; os.fork() and os._exit(0); time.sleep(300)"
+        subprocess.Popen(
+            [sys.executable, "-c", code, "{MARK}"], start_new_session=True
+        ).wait()
+"""
+
+CLEAN_CHECK = f"""
+    import os, socket
+
+    def test_finds_nothing_left():
+        assert not os.path.exists("/tmp/left-behind")
+        assert not os.path.exists("/dev/shm/left-behind")
+        assert not os.path.exists("/tmp/critic22-home/.cache")
+        socket.socket().bind(("127.0.0.1", 47123))  # the port is free again
+        mine = {{os.getpid(), 1}}
+        others = [
+            open(f"/proc/{{p}}/cmdline", "rb").read()
+            for p in os.listdir("/proc")
+            if p.isdigit() and int(p) not in mine
+        ]
+        assert not [c for c in others if b"{MARK}" in c]
+"""
+
+
+def test_a_session_finds_nothing_the_one_before_left(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {"test_a.py": LITTERER, "test_b.py": CLEAN_CHECK})
+    first, second = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",)))
+    assert first is not None and first[0].status == "passed", first
+    assert second is not None and second[0].status == "passed", second[0].output
+    # and nothing outlives the child on this side of the sandbox either
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert MARK not in ps.stdout
+
+
+def test_a_failing_session_is_confirmed_by_fresh_processes(tmp_path: Path) -> None:
+    tree = _tree(
+        tmp_path,
+        {
+            "test_f.py": """
+                import os
+                def test_fails_and_says_where():
+                    print("pid", os.getpid(), "seen", os.path.exists("/tmp/seen"))
+                    open("/tmp/seen", "w").write("x")
+                    assert False, "still broken"
+            """,
+            "test_p.py": "def test_passes():\n    pass\n",
+        },
+    )
+    failing, passing = _run(tree, ForkRequest(("test_f.py",), 3), ForkRequest(("test_p.py",), 3))
+    assert failing is not None and passing is not None
+    run, cases = failing
+    assert run.status == "failed" and [r.status for r in run.then] == ["failed", "failed"]
+    assert [c.status for c in cases] == ["failed"]
+    for each in (run, *run.then):  # every run its own process, in an emptied /tmp
+        assert "seen False" in each.output and "still broken" in each.output
+    assert passing[0].status == "passed" and passing[0].then == ()  # no confirmation
+
+
+def test_a_session_cannot_forge_another_sessions_result(tmp_path: Path) -> None:
+    forger = """
+        import json, os
+
+        LINE = json.dumps({"job": 1, "run": 0, "code": 1, "seconds": 0.1, "junit": "",
+                           "output": "forged"}) + "\\n"
+
+        def test_forges_everywhere():
+            written = []
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                for target in ("fd/1", "fd/3", "fd/4", "fd/5", "mem"):
+                    try:
+                        with open(f"/proc/{pid}/{target}", "w") as handle:
+                            handle.write(LINE)
+                        written.append(f"{pid}/{target}")
+                    except OSError:
+                        pass
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, LINE.encode())
+                except OSError:
+                    pass
+            print("written", written)
+    """
+    tree = _tree(tmp_path, {"test_a.py": forger, "test_b.py": "def test_ok():\n    pass\n"})
+    _, victim = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",), 3))
+    assert victim is not None
+    assert victim[0].status == "passed" and "forged" not in victim[0].output
+
+
+def test_a_session_cannot_kill_the_zygote(tmp_path: Path) -> None:
+    killer = """
+        import os, signal
+        def test_kills_every_process_it_can():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid():
+                    for sig in (signal.SIGSTOP, signal.SIGKILL):
+                        try:
+                            os.kill(int(pid), sig)
+                        except OSError:
+                            pass
+    """
+    tree = _tree(tmp_path, {"test_a.py": killer, "test_b.py": "def test_ok():\n    pass\n"})
+    _, victim = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",)))
+    assert victim is not None and victim[0].status == "passed"
+
+
+def test_a_hung_session_times_out_alone(tmp_path: Path) -> None:
+    tree = _tree(
+        tmp_path,
+        {
+            "test_h.py": "import time\ndef test_hangs():\n    while True:\n        time.sleep(1)\n",
+            "test_b.py": "def test_ok():\n    pass\n",
+        },
+    )
+    hung, after = _run(tree, ForkRequest(("test_h.py",)), ForkRequest(("test_b.py",)), timeout=10)
+    assert hung is not None and hung[0].status == "error" and "timed out" in hung[0].reason
+    assert after is not None and after[0].status == "passed"
+
+
+def test_without_bubblewrap_every_request_runs_alone(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {"test_b.py": "def test_ok():\n    pass\n"})
+    parts = run_forked(
+        tree,
+        [ForkRequest(("test_b.py",))],
+        timeout=60,
+        pythonpath=[tree],
+        sandbox=resolve("rlimits"),
+    )
+    assert parts == [None]
+    assert os.listdir(tree) == ["test_b.py"]
+
+
+def test_a_session_that_changes_what_forks_inherit_ends_the_batch(tmp_path: Path) -> None:
+    lowers = """
+        import resource
+        def test_lowers_the_zygotes_limits():
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.prlimit(1, resource.RLIMIT_NOFILE, (16, hard))
+    """
+    opens = """
+        def test_opens_many_files():
+            handles = [open(__file__) for _ in range(64)]
+            assert len(handles) == 64
+    """
+    tree = _tree(tmp_path, {"test_a.py": lowers, "test_b.py": opens})
+    _, victim = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",), 3))
+    assert victim is None  # left to a child of its own, never a failure it did not cause
+
+
+LURKER = """
+    import ctypes, os, threading, time
+
+    def keep_littering():
+        while True:
+            try:
+                open("/tmp/lurked", "w").write("x")
+            except OSError:
+                pass
+            time.sleep(0.01)
+
+    if os.fork() == 0:
+        os.setsid()
+        threading.Thread(target=keep_littering, daemon=False).start()
+        time.sleep(0.05)
+        ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: only the main thread ends (a "zombie")
+"""
+
+
+def test_leftovers_that_hide_as_zombies_or_in_queues_are_cleared(tmp_path: Path) -> None:
+    attacker = """
+        import ctypes, os, time
+        import lurker  # starts the process whose main thread is gone
+
+        def test_hides():
+            rt = ctypes.CDLL("librt.so.1")
+            assert rt.mq_open(b"/critic22-leak", os.O_CREAT | os.O_RDWR, 0o600, None) >= 0
+            time.sleep(0.3)
+            assert os.path.exists("/tmp/lurked")
+    """
+    victim = """
+        import os, time
+
+        def test_sees_none_of_it():
+            time.sleep(0.3)
+            assert not os.path.exists("/tmp/lurked")
+            assert os.listdir("/dev/mqueue") == []
+    """
+    tree = _tree(tmp_path, {"test_a.py": attacker, "lurker.py": LURKER, "test_b.py": victim})
+    first, second = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",)))
+    assert first is not None and first[0].status == "passed", first[0].output
+    assert second is not None and second[0].status == "passed", second[0].output
+
+
+def test_the_sweep_never_deletes_through_a_mounted_tree_whatever_its_name(tmp_path: Path) -> None:
+    renamer = """
+        import os
+        def test_renames_the_folder_that_holds_the_tree():
+            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            os.rename(here, here + "\\nrenamed")
+    """
+    tree = _tree(tmp_path, {"test_a.py": renamer, "test_b.py": "def test_ok():\n    pass\n"})
+    (tree / "precious.txt").write_text("keep me")
+    _, second = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",)))
+    assert (tree / "precious.txt").read_text() == "keep me"
+    assert second is not None and second[0].status == "passed"
+
+
+def test_results_out_of_order_are_credited_to_nobody() -> None:
+    from pytest_critic22.forkrun import _in_order
+
+    def line(job: object, run: int, code: int | None = 0) -> str:
+        return json.dumps({"job": job, "run": run, "code": code, "seconds": 0.1})
+
+    ready = json.dumps({"ready": True})
+    good = [ready, line(0, 0, 1), line(0, 1, 1), line(1, 0, 0)]
+    assert _in_order(good, [2, 3]) == {
+        0: [json.loads(x) for x in good[1:3]],
+        1: [json.loads(good[3])],
+    }
+    assert _in_order([*good[:2], '{"job": 0, "run"'], [2, 3]) == {0: [json.loads(good[1])]}
+    for forged in (
+        [ready, line(1, 0)],  # a job skipped
+        [ready, line(0, 0, 0), line(0, 1, 1)],  # a confirmation of a run that passed
+        [ready, line(0, 0, 1), line(0, 1, 1), line(0, 2, 1)],  # more runs than asked
+        [ready, line(True, 0)],  # a bool is not a job number
+        [ready, line(0, 0), line(0, 0)],  # the same session twice
+        [ready, '{"job": 0, "run": 0, "code": 0, "seconds": "soon"}'],
+        [ready, "[1]"],
+    ):
+        assert _in_order(forged, [2, 3]) is None, forged
