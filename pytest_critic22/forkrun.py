@@ -31,7 +31,15 @@ from pytest_critic22.runner import (
     scrubbed_tail,
     supervise,
 )
-from pytest_critic22.sandbox import CHILD_HOME, CHILD_TMP, Sandbox, bwrap_argv, child_env
+from pytest_critic22.sandbox import (
+    CHILD_HOME,
+    CHILD_TMP,
+    Sandbox,
+    bwrap_argv,
+    child_env,
+    hidden_folders,
+    probe_fork_server,
+)
 from pytest_critic22.verify import RunResult
 
 __all__ = ["ForkRequest", "run_forked"]
@@ -63,7 +71,7 @@ def run_forked(
     are the first run's. None: a child of its own must decide (see the module's docstring).
     """
     box = sandbox or default_sandbox()
-    if not box.isolated or not requests:
+    if not box.isolated or not requests or probe_fork_server() is not None:
         return [None for _ in requests]
     if any(arg.startswith("@") for request in requests for arg in request.args):
         return [None for _ in requests]  # run_pytest refuses it, with its reason
@@ -86,9 +94,11 @@ def run_forked(
     )
     child = child_env(base_env, pythonpath, home=CHILD_HOME, tmp=CHILD_TMP, pass_env=box.pass_env)
     child["CRITIC22_SANDBOX"] = box.mode
-    spec = json.dumps({"jobs": jobs}).encode("utf-8")
+    sweep = [str(folder) for folder in hidden_folders()]  # the sandbox's writable tmpfs
+    spec = json.dumps({"jobs": jobs, "sweep": sweep}).encode("utf-8")
     _, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
-    done = _in_order(out.decode("utf-8", "replace").splitlines(), runs)
+    # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
+    done = _in_order(out.decode("utf-8", "replace").split("\n"), runs)
     if done is None:
         return [None for _ in requests]
     return [_result(done.get(index, []), timeout, blocked, base_env) for index in range(len(jobs))]

@@ -37,7 +37,9 @@ __all__ = [
     "SandboxError",
     "bwrap_argv",
     "child_env",
+    "hidden_folders",
     "probe_bwrap",
+    "probe_fork_server",
     "resolve",
 ]
 
@@ -116,9 +118,16 @@ def probe_bwrap() -> str | None:
     exe = shutil.which("bwrap")
     if exe is None:
         return "bwrap is not on PATH"
+    return _runs_python(fork_server=False)
+
+
+def _runs_python(*, fork_server: bool) -> str | None:
     with tempfile.TemporaryDirectory(prefix="critic22-probe-") as tmp:
         argv = bwrap_argv(
-            [sys.executable, "-c", "import sys; sys.exit(0)"], tree=Path(tmp), writable=()
+            [sys.executable, "-c", "import sys; sys.exit(0)"],
+            tree=Path(tmp),
+            writable=(),
+            fork_server=fork_server,
         )
         try:
             done = subprocess.run(
@@ -180,8 +189,10 @@ def bwrap_argv(
 
     ``fork_server``: the command is the namespace's first process, no bubblewrap init beside
     it (that init would hold its standard output where its sessions can open it through
-    ``/proc/1/fd``; as PID 1 it reaps orphans itself), and the IPC namespace's POSIX message
-    queues are listed in ``/dev/mqueue`` (so that it can remove a session's).
+    ``/proc/1/fd``; as PID 1 it reaps orphans itself); the IPC namespace's POSIX message
+    queues are listed in ``/dev/mqueue`` (so that it can remove a session's); and no process
+    in it can make a user namespace (with one, a session could mount a cgroup hierarchy and
+    move the server into a cgroup of its choosing: every later session would inherit it).
 
     Later mounts win, so the order is: everything read-only, then an empty tmpfs over /tmp,
     /run, /var/tmp and the controller's home, then what Python needs brought back read-only,
@@ -208,13 +219,28 @@ def bwrap_argv(
         "ALL",
         "--die-with-parent",
         "--new-session",
-        *(["--as-pid-1", "--mqueue", "/dev/mqueue"] if fork_server else []),
+        *(_FORK_SERVER if fork_server else []),
         "--chdir",
         str(Path(os.path.realpath(tree))),
         "--",
         *command,
     ]
     return argv
+
+
+_FORK_SERVER = ["--as-pid-1", "--mqueue", "/dev/mqueue", "--unshare-user", "--disable-userns"]
+
+
+@functools.cache
+def probe_fork_server() -> str | None:
+    """None when bubblewrap can run a fork-server here (``--disable-userns`` needs
+    bubblewrap 0.8); else why not. Once per process."""
+    return probe_bwrap() or _runs_python(fork_server=True)
+
+
+def hidden_folders() -> list[Path]:
+    """The folders the sandbox covers with an empty, writable tmpfs (see below)."""
+    return _hidden_folders()
 
 
 def _hidden_folders() -> list[Path]:

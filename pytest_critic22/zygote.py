@@ -51,15 +51,16 @@ JOB_DIR = "/tmp/critic22-job"  # in the sandbox's private /tmp, emptied between 
 JUNIT = JOB_DIR + "/junit.xml"
 OUTPUT = JOB_DIR + "/output.txt"
 _OUTPUT_TAIL = 64 * 1024
-_MAX_RESULT = 64 << 20  # bytes a session may send; the rest is dropped
-_PR_SET_DUMPABLE = 4
+_MAX_RESULT = 16 << 20  # bytes a session may send; the rest is dropped
+_PR_SET_DUMPABLE, _PR_GET_TIMERSLACK = 4, 30
+_SYSCALLS = {"x86_64": (252, 315), "aarch64": (31, 275)}  # ioprio_get, sched_getattr
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> int:
     spec = json.loads(sys.stdin.buffer.read() or b"{}")
-    results = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    results = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)  # stray prints of ours go to stderr, never into the results
@@ -81,20 +82,24 @@ def main() -> int:
         with contextlib.suppress(Exception):
             importlib.import_module(f"_pytest.{name}")
     gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
+    folders = [str(f) for f in spec.get("sweep", [])] + ["/dev/shm", "/dev/mqueue"]
     try:
-        _sweep()  # nothing of the sandbox's start-up is left for the first session either
-    except _Broken as exc:
+        _sweep(folders)  # nothing of the sandbox's start-up is left for the first one either
+        devices = _devices()
+        inherited = _inherited()
+    except (_Broken, OSError) as exc:
         _emit(results, {"broken": str(exc)})
         return 0
     _emit(results, {"ready": True})
-    inherited = _inherited()
     for index, job in enumerate(spec.get("jobs", [])):
         for run in range(max(1, int(job.get("runs", 1)))):
             try:
                 if _inherited() != inherited:  # prlimit, renice... on the zygote by a session
                     raise _Broken("a session changed what the next one would inherit")
-                done = _session(job, home)
-            except _Broken as exc:
+                if _devices() != devices:
+                    raise _Broken("a session changed /dev")
+                done = _session(job, home, folders)
+            except (_Broken, OSError, RecursionError) as exc:
                 _emit(results, {"broken": str(exc)})
                 return 0
             _emit(results, {"job": index, "run": run, **done})
@@ -105,32 +110,38 @@ def main() -> int:
 
 def _inherited() -> tuple[object, ...]:
     """What a fork inherits that another process of the same user can change without
-    ptrace: resource limits, priority, CPU affinity, scheduling policy, OOM score."""
-    limits = tuple(
-        resource.getrlimit(getattr(resource, name))
-        for name in sorted(dir(resource))
-        if name.startswith("RLIMIT_")
-    )
-    try:
-        with open("/proc/self/oom_score_adj", encoding="ascii") as handle:
-            oom = handle.read()
-    except OSError:
-        oom = ""
+    ptrace: resource limits (all of /proc/self/limits), priority, CPU affinity, scheduling
+    (the whole sched_getattr), I/O priority, cgroup, OOM score, core dump filter, timer
+    slack. An architecture whose system call numbers are not known here cannot run one."""
+    texts = []
+    for name in ("limits", "cgroup", "oom_score_adj", "coredump_filter"):
+        with open(f"/proc/self/{name}", encoding="ascii") as handle:
+            texts.append(handle.read())
+    numbers = _SYSCALLS.get(os.uname().machine)
+    if numbers is None:
+        raise _Broken(f"no fork-server on {os.uname().machine}")
+    ioprio = _libc.syscall(numbers[0], 1, 0)  # IOPRIO_WHO_PROCESS, this process
+    attr = ctypes.create_string_buffer(128)
+    if _libc.syscall(numbers[1], 0, attr, 128, 0) != 0:
+        raise _Broken(f"sched_getattr: {os.strerror(ctypes.get_errno())}")
     return (
-        limits,
+        texts,
         os.getpriority(os.PRIO_PROCESS, 0),
         sorted(os.sched_getaffinity(0)),
-        os.sched_getscheduler(0),
-        oom,
+        attr.raw,
+        ioprio,
+        _libc.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0),
     )
 
 
 def _emit(stream: Any, record: dict[str, Any]) -> None:
-    stream.write(json.dumps(record) + "\n")
+    # Not ASCII-escaped (a report of replacement characters would grow sixfold); newlines
+    # and every other control character are escaped all the same, one record per line.
+    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
     stream.flush()
 
 
-def _session(job: dict[str, Any], home: str) -> dict[str, Any]:
+def _session(job: dict[str, Any], home: str, folders: list[str]) -> dict[str, Any]:
     """One session in a fresh fork: its exit status (None: killed at its time limit), time,
     JUnit report and output tail, as the session sent them through its pipe."""
     timeout = float(job.get("timeout", 60))
@@ -146,7 +157,7 @@ def _session(job: dict[str, Any], home: str) -> dict[str, Any]:
         finally:
             os._exit(3)
     os.close(write_end)
-    code, late, data = _wait(read_end, pid, start + timeout)
+    code, late, data = _wait(read_end, pid, start + timeout, folders)
     seconds = time.monotonic() - start
     os.close(read_end)
     record: dict[str, Any] = {"code": None if late else code, "seconds": seconds}
@@ -164,7 +175,7 @@ def _session(job: dict[str, Any], home: str) -> dict[str, Any]:
     return record
 
 
-def _wait(fd: int, pid: int, deadline: float) -> tuple[int | None, bool, bytes]:
+def _wait(fd: int, pid: int, deadline: float, folders: list[str]) -> tuple[int | None, bool, bytes]:
     """Read what the session sends while it runs; when it ends (or its time is up: killed),
     clear its leftovers, whose copies of the pipe end with them, and read the rest.
     (exit status, timed out, data)."""
@@ -193,7 +204,7 @@ def _wait(fd: int, pid: int, deadline: float) -> tuple[int | None, bool, bytes]:
     if code is None and not late:
         _, status = os.waitpid(pid, 0)  # the pipe closed first: it is ending
         code = os.waitstatus_to_exitcode(status)
-    _sweep()
+    _sweep(folders)
     os.set_blocking(fd, False)
     with contextlib.suppress(BlockingIOError):
         while size < _MAX_RESULT:
@@ -209,10 +220,11 @@ class _Broken(Exception):
     pass
 
 
-def _sweep() -> None:
-    """Kill every process in the sandbox but this one (its PID 1), then empty ``/tmp``,
-    ``/dev/shm``, the POSIX message queues and SysV IPC: the next session starts as a
-    separate child would."""
+def _sweep(folders: list[str]) -> None:
+    """Kill every process in the sandbox but this one (its PID 1), then empty every folder
+    the sandbox made writable for its children besides their tree (its tmpfs folders: /tmp,
+    /run, /var/tmp, the hidden home; /dev/shm, the POSIX message queues) and SysV IPC: the
+    next session starts as a separate child would."""
     for _ in range(2000):
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)  # as PID 1: every other process of the namespace
@@ -224,10 +236,29 @@ def _sweep() -> None:
         time.sleep(0.001)
     else:
         raise _Broken("a session's processes could not all be killed")
-    for folder in ("/tmp", "/dev/shm", "/dev/mqueue"):
-        if os.path.isdir(folder) and not _clear(folder, os.lstat(folder).st_dev):
+    for folder in folders:
+        try:
+            clean = not os.path.isdir(folder) or _clear(folder, os.lstat(folder).st_dev)
+        except (OSError, RecursionError):
+            clean = False
+        if not clean:
             raise _Broken(f"{folder} could not be emptied")
     _remove_ipc()
+
+
+def _devices() -> list[tuple[str, int, int, str]]:
+    """/dev as the sandbox made it (a writable tmpfs: a session could replace a node or a
+    link), its own mounts' contents aside: name, mode, device, link target."""
+    device = os.lstat("/dev").st_dev
+    found = []
+    for top, dirs, files in os.walk("/dev"):
+        dirs[:] = [d for d in dirs if os.lstat(os.path.join(top, d)).st_dev == device]
+        for name in sorted([*dirs, *files]):
+            path = os.path.join(top, name)
+            info = os.lstat(path)
+            target = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
+            found.append((path, info.st_mode, info.st_rdev, target))
+    return sorted(found)
 
 
 def _pids() -> list[int]:

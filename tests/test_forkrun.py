@@ -182,21 +182,69 @@ def test_without_bubblewrap_every_request_runs_alone(tmp_path: Path) -> None:
     assert os.listdir(tree) == ["test_b.py"]
 
 
-def test_a_session_that_changes_what_forks_inherit_ends_the_batch(tmp_path: Path) -> None:
-    lowers = """
-        import resource
-        def test_lowers_the_zygotes_limits():
-            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-            resource.prlimit(1, resource.RLIMIT_NOFILE, (16, hard))
+CHANGES_WHAT_FORKS_INHERIT = {
+    "rlimit": "resource.prlimit(1, resource.RLIMIT_NOFILE, (16, resource.prlimit(1, 7)[1]))",
+    "rlimit-python-cannot-name": "resource.prlimit(1, 10, (5, resource.RLIM_INFINITY))",
+    "io-priority": "libc.syscall(251, 1, 1, (3 << 13) | 0)",  # ioprio_set(PROCESS, 1, IDLE)
+    "core-dump-filter": "open('/proc/1/coredump_filter', 'w').write('0x7f')",
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES_WHAT_FORKS_INHERIT))
+def test_a_session_that_changes_what_forks_inherit_ends_the_batch(
+    tmp_path: Path, change: str
+) -> None:
+    lowers = f"""
+        import ctypes, resource
+        libc = ctypes.CDLL(None, use_errno=True)
+        def test_changes_the_zygote():
+            try:
+                {CHANGES_WHAT_FORKS_INHERIT[change]}
+            except OSError:
+                pass
     """
-    opens = """
-        def test_opens_many_files():
-            handles = [open(__file__) for _ in range(64)]
-            assert len(handles) == 64
-    """
-    tree = _tree(tmp_path, {"test_a.py": lowers, "test_b.py": opens})
+    tree = _tree(tmp_path, {"test_a.py": lowers, "test_b.py": "def test_ok():\n    pass\n"})
     _, victim = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",), 3))
-    assert victim is None  # left to a child of its own, never a failure it did not cause
+    assert victim is None  # left to a child of its own, never an outcome it did not cause
+
+
+def test_writable_folders_outside_tmp_are_emptied_and_dev_is_guarded(tmp_path: Path) -> None:
+    litter = """
+        import os
+        def test_litters():
+            open("/var/tmp/app.lock", "w").close()
+            open("/run/planted", "w").close()
+    """
+    victim = """
+        import os
+        def test_finds_them_empty():
+            os.close(os.open("/var/tmp/app.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            assert not os.path.exists("/run/planted")
+    """
+    tree = _tree(tmp_path, {"test_a.py": litter, "test_b.py": victim})
+    _, second = _run(tree, ForkRequest(("test_a.py",)), ForkRequest(("test_b.py",)))
+    assert second is not None and second[0].status == "passed", second[0].output
+    breaks_dev = """
+        import os
+        def test_replaces_a_device():
+            os.unlink("/dev/ptmx")
+            open("/dev/ptmx", "w").close()
+    """
+    (tree / "test_c.py").write_text(textwrap.dedent(breaks_dev))
+    (tree / "test_d.py").write_text("import pty\ndef test_pty():\n    pty.openpty()\n")
+    _, after_dev = _run(tree, ForkRequest(("test_c.py",)), ForkRequest(("test_d.py",)))
+    assert after_dev is None
+
+
+def test_no_session_can_make_a_user_namespace(tmp_path: Path) -> None:
+    tries = """
+        import ctypes
+        def test_cannot_unshare_a_user_namespace():
+            assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == -1
+    """
+    tree = _tree(tmp_path, {"test_a.py": tries})
+    (only,) = _run(tree, ForkRequest(("test_a.py",)))
+    assert only is not None and only[0].status == "passed", only[0].output
 
 
 LURKER = """
