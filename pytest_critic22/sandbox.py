@@ -8,7 +8,9 @@ network namespace does not stop), new PID, IPC, UTS, cgroup and network namespac
 (loopback only), its own ``/proc`` (the controller's environment is out of reach), every
 capability dropped (a root child could otherwise remount ``/`` read-write),
 ``--new-session`` and ``--die-with-parent``: when the namespace's first process ends,
-every descendant ends with it, ``setsid`` ones included.
+every descendant ends with it, ``setsid`` ones included. Where bubblewrap is 0.8 or later,
+no process inside can make a user namespace (``--disable-userns``): with one, root's code
+could mount a cgroup hierarchy and leave a cgroup behind on the host.
 ``rlimits`` is the fallback where bubblewrap cannot run: resource limits, a process group,
 an allow-listed environment and a parent-death signal, and every report says so.
 
@@ -190,9 +192,9 @@ def bwrap_argv(
     ``fork_server``: the command is the namespace's first process, no bubblewrap init beside
     it (that init would hold its standard output where its sessions can open it through
     ``/proc/1/fd``; as PID 1 it reaps orphans itself); the IPC namespace's POSIX message
-    queues are listed in ``/dev/mqueue`` (so that it can remove a session's); and no process
-    in it can make a user namespace (with one, a session could mount a cgroup hierarchy and
-    move the server into a cgroup of its choosing: every later session would inherit it).
+    queues are listed in ``/dev/mqueue`` (so that it can remove a session's). Every sandbox
+    forbids user namespaces where bubblewrap can (a fork-server needs it: otherwise a session
+    could move the server into a cgroup of its choosing, for every later session).
 
     Later mounts win, so the order is: everything read-only, then an empty tmpfs over /tmp,
     /run, /var/tmp and the controller's home, then what Python needs brought back read-only,
@@ -219,6 +221,7 @@ def bwrap_argv(
         "ALL",
         "--die-with-parent",
         "--new-session",
+        *_no_user_namespaces(),
         *(_FORK_SERVER if fork_server else []),
         "--chdir",
         str(Path(os.path.realpath(tree))),
@@ -228,13 +231,39 @@ def bwrap_argv(
     return argv
 
 
-_FORK_SERVER = ["--as-pid-1", "--mqueue", "/dev/mqueue", "--unshare-user", "--disable-userns"]
+_FORK_SERVER = ["--as-pid-1", "--mqueue", "/dev/mqueue"]
+
+
+@functools.cache
+def _no_user_namespaces() -> tuple[str, ...]:
+    """``--unshare-user --disable-userns`` where this bubblewrap has it (0.8 and later): no
+    process in the sandbox can make a user namespace of its own. With one, code the critic
+    wrote could mount a cgroup hierarchy, make a cgroup that outlives the run on the host and
+    move processes into it. Older bubblewrap: () (a fork-server is then not used)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return ()
+    argv = [exe, "--ro-bind", "/", "/", "--unshare-user", "--disable-userns"]
+    try:
+        done = subprocess.run(
+            [*argv, "--", sys.executable, "-c", ""],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return ("--unshare-user", "--disable-userns") if done.returncode == 0 else ()
 
 
 @functools.cache
 def probe_fork_server() -> str | None:
     """None when bubblewrap can run a fork-server here (``--disable-userns`` needs
     bubblewrap 0.8); else why not. Once per process."""
+    if not _no_user_namespaces():
+        return "this bubblewrap cannot forbid user namespaces (--disable-userns: 0.8 or later)"
     return probe_bwrap() or _runs_python(fork_server=True)
 
 

@@ -328,3 +328,16 @@ def test_results_out_of_order_are_credited_to_nobody() -> None:
         [ready, "[1]"],
     ):
         assert _in_order(forged, [2, 3]) is None, forged
+
+
+def test_a_separate_child_cannot_make_a_user_namespace_either(tmp_path: Path) -> None:
+    from pytest_critic22.runner import run_pytest
+
+    tries = """
+        import ctypes
+        def test_cannot_unshare_a_user_namespace():
+            assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == -1
+    """
+    tree = _tree(tmp_path, {"test_a.py": tries})
+    run = run_pytest(tree, ["test_a.py"], timeout=60, pythonpath=[tree], sandbox=resolve("bwrap"))
+    assert run.status == "passed", run.output
