@@ -6,11 +6,13 @@ its own tree (and the run's scratch folders) writable, a private tmpfs ``/tmp`` 
 Python itself needs: they hold credentials and sockets such as ``docker.sock``, which a
 network namespace does not stop), new PID, IPC, UTS, cgroup and network namespaces
 (loopback only), its own ``/proc`` (the controller's environment is out of reach), every
-capability dropped (a root child could otherwise remount ``/`` read-write),
-``--new-session`` and ``--die-with-parent``: when the namespace's first process ends,
-every descendant ends with it, ``setsid`` ones included. Where bubblewrap is 0.8 or later,
-no process inside can make a user namespace (``--disable-userns``): with one, root's code
-could mount a cgroup hierarchy and leave a cgroup behind on the host.
+capability dropped (a root child could otherwise remount ``/`` read-write), ``/proc/sys``
+and ``/proc/sysrq-trigger`` read-only (a root child could otherwise set the host's kernel
+settings: file modes are all it takes), ``--new-session`` and ``--die-with-parent``: when
+the namespace's first process ends, every descendant ends with it, ``setsid`` ones
+included. Where bubblewrap is 0.8 or later, no process inside can make a user namespace
+(``--disable-userns``): with one, root's code could mount a cgroup hierarchy and leave a
+cgroup behind on the host.
 ``rlimits`` is the fallback where bubblewrap cannot run: resource limits, a process group,
 an allow-listed environment and a parent-death signal, and every report says so.
 
@@ -203,6 +205,10 @@ def bwrap_argv(
     """
     exe = shutil.which("bwrap") or "bwrap"
     argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # A new procfs is writable where file modes allow, and a root child passes them: kernel
+    # settings of the host (core_pattern, sysrq) and of its namespaces must stay read-only.
+    for setting in _PROC_READ_ONLY:
+        argv += ["--ro-bind-try", setting, setting]
     hidden = _hidden_folders()
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
@@ -232,6 +238,7 @@ def bwrap_argv(
 
 
 _FORK_SERVER = ["--as-pid-1", "--mqueue", "/dev/mqueue"]
+_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs")
 
 
 @functools.cache

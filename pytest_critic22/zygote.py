@@ -13,8 +13,9 @@ next one what a separate child would have found (:func:`_sweep`):
 - an empty ``/tmp`` (the sandbox's private tmpfs: the session's JUnit report, output and
   ``HOME`` live there; a mount under it, a tree, is never entered) and ``/dev/shm``, no
   POSIX message queue and no SysV IPC object;
-- the limits, priority and affinity it started with (a session that changed the zygote's
-  ends the batch early);
+- /dev and those folders' modes, owners and extended attributes as they were, no socket
+  left in flight, and the limits, priority and affinity the zygote started with (a session
+  that changed any of these ends the batch early);
 - its descriptors closed but its own result pipe, a session of its own (``setsid``).
 
 Results travel only through that pipe: the session sends its exit status, its JUnit report
@@ -85,7 +86,7 @@ def main() -> int:
     folders = [str(f) for f in spec.get("sweep", [])] + ["/dev/shm", "/dev/mqueue"]
     try:
         _sweep(folders)  # nothing of the sandbox's start-up is left for the first one either
-        devices = _devices()
+        layout = _layout(folders)
         inherited = _inherited()
     except (_Broken, OSError) as exc:
         _emit(results, {"broken": str(exc)})
@@ -96,8 +97,8 @@ def main() -> int:
             try:
                 if _inherited() != inherited:  # prlimit, renice... on the zygote by a session
                     raise _Broken("a session changed what the next one would inherit")
-                if _devices() != devices:
-                    raise _Broken("a session changed /dev")
+                if _layout(folders) != layout:
+                    raise _Broken("a session changed /dev or a folder's owner, mode or xattrs")
                 done = _session(job, home, folders)
             except (_Broken, OSError, RecursionError) as exc:
                 _emit(results, {"broken": str(exc)})
@@ -244,21 +245,70 @@ def _sweep(folders: list[str]) -> None:
         if not clean:
             raise _Broken(f"{folder} could not be emptied")
     _remove_ipc()
+    if not _no_sockets():
+        raise _Broken("a session's sockets outlived it")
 
 
-def _devices() -> list[tuple[str, int, int, str]]:
-    """/dev as the sandbox made it (a writable tmpfs: a session could replace a node or a
-    link), its own mounts' contents aside: name, mode, device, link target."""
-    device = os.lstat("/dev").st_dev
-    found = []
-    for top, dirs, files in os.walk("/dev"):
-        dirs[:] = [d for d in dirs if os.lstat(os.path.join(top, d)).st_dev == device]
-        for name in sorted([*dirs, *files]):
-            path = os.path.join(top, name)
-            info = os.lstat(path)
-            target = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
-            found.append((path, info.st_mode, info.st_rdev, target))
-    return sorted(found)
+def _layout(folders: list[str]) -> list[tuple[object, ...]]:
+    """What the sweep leaves and must find again: all of /dev (a writable tmpfs: a session
+    could replace a node or a link), and every emptied folder, with the folders that lead to
+    a mount inside it and the mounts' roots (its pts and mqueue mounts too): path, mode,
+    owner, device, link target, extended attributes."""
+    found: list[tuple[object, ...]] = []
+    for root in ["/dev", "/dev/pts", *folders]:
+        if not os.path.lexists(root):
+            continue
+        device = os.lstat(root).st_dev
+        found.append(_entry(root))
+        for top, dirs, files in os.walk(root):
+            for name in [*dirs, *files]:
+                found.append(_entry(os.path.join(top, name)))
+            dirs[:] = [d for d in dirs if os.lstat(os.path.join(top, d)).st_dev == device]
+    return sorted(found, key=repr)
+
+
+def _entry(path: str) -> tuple[object, ...]:
+    info = os.lstat(path)
+    link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
+    try:
+        names = sorted(os.listxattr(path, follow_symlinks=False))
+        attrs = [(n, os.getxattr(path, n, follow_symlinks=False)) for n in names]
+    except OSError:
+        attrs = []
+    return (path, info.st_mode, info.st_uid, info.st_gid, info.st_rdev, link, attrs)
+
+
+def _no_sockets() -> bool:
+    """No socket is left in the sandbox's network namespace but TCP ones in TIME_WAIT. A
+    socket passed in flight over a UNIX socket outlives its processes until the kernel's
+    garbage collection of such cycles, which passing one descriptor over a fresh pair
+    starts."""
+    import socket
+
+    for _ in range(200):
+        a, b = socket.socketpair()
+        with a, b:
+            socket.send_fds(a, [b"x"], [a.fileno()])
+        if not _sockets_listed():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def _sockets_listed() -> bool:
+    for name in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6", "unix", "packet", "udplite"):
+        try:
+            with open(f"/proc/net/{name}", encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if name.startswith("tcp") and len(fields) > 3 and fields[3] == "06":
+                continue  # TIME_WAIT: no process holds it
+            if fields:
+                return True
+    return False
 
 
 def _pids() -> list[int]:
