@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_critic22.childfiles import child_tempdir
 from pytest_critic22.runner import drain, tail_text
 
 __all__ = [
@@ -342,7 +343,7 @@ def review(
     """
     repo = Path(repo).resolve()
     _prune_orphans()
-    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH}{os.getpid()}-") as scratch:
+    with child_tempdir(f"{_SCRATCH}{os.getpid()}-") as scratch:  # children wrote in it
         folder = Path(scratch)
         inputs: dict[str, str] = {}
         spec_file = _as_file(spec, folder / "spec.md", inputs, "spec")

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_critic22.childfiles import child_tempdir, private_copy
 from pytest_critic22.codefacts import is_test_path
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.impact import statement_lines
@@ -54,7 +55,7 @@ def changed_line_coverage(
         return {}, executable, "error: coverage.py is not installed"
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="critic22-cov-", dir=scratch) as tmp:
+    with child_tempdir("critic22-cov-", scratch) as tmp:
         data_file = Path(tmp) / ".coverage"
         include = ",".join(str(patched_tree / p) for p in executable)
         result = run_pytest(
@@ -86,14 +87,18 @@ def _executed_lines(
 ) -> dict[str, set[int]]:
     from coverage import CoverageData
 
-    if not data_file.exists():
-        return {}
-    data = CoverageData(basename=str(data_file))
-    data.read()
-    out: dict[str, set[int]] = {}
-    measured = {os.path.realpath(f): f for f in data.measured_files()}
-    for path in paths:
-        real = os.path.realpath(tree / path)
-        if real in measured:
-            out[path] = set(data.lines(measured[real]) or ())
-    return out
+    # The child wrote it and could have put a link to a host file in its place, which
+    # coverage.py would initialise as its database: read a private copy of a regular file.
+    with tempfile.TemporaryDirectory(prefix="critic22-covdata-") as private:
+        copy = private_copy(data_file, Path(private), ".coverage")
+        if copy is None:
+            return {}
+        data = CoverageData(basename=str(copy))
+        data.read()
+        out: dict[str, set[int]] = {}
+        measured = {os.path.realpath(f): f for f in data.measured_files()}
+        for path in paths:
+            real = os.path.realpath(tree / path)
+            if real in measured:
+                out[path] = set(data.lines(measured[real]) or ())
+        return out

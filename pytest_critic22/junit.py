@@ -63,10 +63,15 @@ class Case:
 
 
 def read_cases(path: Path) -> list[Case]:
-    if not path.exists():
+    """The cases of a child's report: read as a regular file only (a child may have put a
+    link or a FIFO in its place, see :mod:`pytest_critic22.childfiles`)."""
+    from pytest_critic22.childfiles import read_child_file
+
+    data = read_child_file(path)
+    if not data:
         return []
     try:
-        root = ET.parse(path).getroot()
+        root = ET.fromstring(data)
     except ET.ParseError:
         return []
     return _cases(root)

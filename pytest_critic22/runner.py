@@ -15,12 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from pytest_critic22.childfiles import child_tempdir
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
     CHILD_HOME,
@@ -187,7 +187,7 @@ def run_cases(
     # With plugins blocked, a run that errors is run again whole: a guess about the plugins
     # may be why, and the verdict comes from a whole run.
     for block in (blocked, ()) if retry_whole and blocked else (blocked,):
-        with tempfile.TemporaryDirectory(prefix="critic22-run-", dir=_scratch(scratch)) as tmp:
+        with child_tempdir("critic22-run-", _scratch(scratch)) as tmp:
             junit = Path(tmp) / "junit.xml"
             python_args = [
                 "-m",
@@ -292,11 +292,7 @@ def spawn_python(
             # No private /tmp here: a fresh, empty HOME keeps ~/.netrc and friends out of
             # the child's default paths, and its own TMPDIR (in the run's scratch, pruned
             # with it even after a kill -9) keeps what its tests write out of the temp dir.
-            own = Path(
-                stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix="critic22-child-", dir=_scratch(scratch))
-                )
-            )
+            own = Path(stack.enter_context(child_tempdir("critic22-child-", _scratch(scratch))))
             (own / "home").mkdir()
             (own / "tmp").mkdir()
             home, tmp = str(own / "home"), str(own / "tmp")

@@ -74,8 +74,12 @@ class Trace:
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Parse a tracer file; a torn last line (the child was killed mid-write) is dropped."""
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().split("\n")
+    from pytest_critic22.childfiles import read_child_file
+
+    data = read_child_file(path)  # the child wrote it: no link, no FIFO, bounded
+    if data is None:
+        raise OSError(f"{os.fspath(path)}: not a regular file the tracer wrote")
+    lines = data.decode("utf-8", "replace").split("\n")
     events: list[dict[str, Any]] = []
     outcome: dict[str, Any] | None = None
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)

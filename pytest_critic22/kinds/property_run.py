@@ -11,15 +11,13 @@ from __future__ import annotations
 import ast
 import json
 import keyword
-import os
 import re
-import stat
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_critic22.childfiles import MAX_CHILD_FILE, child_tempdir, read_child_file
 from pytest_critic22.kinds.base import NotExecutable, Procedure
 from pytest_critic22.kinds.property_script import (
     DOTTED,
@@ -262,7 +260,7 @@ def _search(
     if ctx.scratch:
         ctx.scratch.mkdir(parents=True, exist_ok=True)
     scratch = str(ctx.scratch) if ctx.scratch else None
-    with tempfile.TemporaryDirectory(prefix="critic22-property-", dir=scratch) as tmp:
+    with child_tempdir("critic22-property-", scratch) as tmp:
         folder = Path(tmp)
         (folder / "search.py").write_text(script, encoding="utf-8")
         with cpu_slot(ctx.slot_dir, ctx.slots):
@@ -295,15 +293,9 @@ _ERRORS = ("hypothesis", "import", "signature", "strategy", "search")
 
 def _read_limited(path: Path) -> bytes:
     """A child's result file: a regular file (no link, no FIFO), at most _MAX_RESULT bytes."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        raise SearchError("the search ended without a result") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SearchError("the search's result is not a file")
-        data = fh.read(_MAX_RESULT + 1)
+    data = read_child_file(path, MAX_CHILD_FILE)
+    if data is None:
+        raise SearchError("the search ended without a result (a regular file)")
     if len(data) > _MAX_RESULT:
         raise SearchError(f"the search's result is larger than {_MAX_RESULT} bytes")
     return data

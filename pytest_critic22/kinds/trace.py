@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_critic22.childfiles import child_tempdir
 from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
 from pytest_critic22.kinds.counterfactual import nodeids_in_tree
 from pytest_critic22.nodeids import as_pytest_args, check_in_tree, check_nodeid, split_nodeids
@@ -101,7 +102,6 @@ def execute_trace(
 
     verified: at least one failure on patched and none on the counterfactual.
     """
-    import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
     from pytest_critic22.tracediff import pick_passing, read_trace
@@ -127,7 +127,7 @@ def execute_trace(
     scratch = str(ctx.scratch) if ctx.scratch else None
     if ctx.scratch:
         ctx.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="critic22-trace-", dir=scratch) as tmp:
+    with child_tempdir("critic22-trace-", scratch) as tmp:
 
         def replay(tree: Path, label: str, seed: int) -> tuple[RunResult, Path]:
             out = Path(tmp) / f"{label}-{seed}.jsonl"

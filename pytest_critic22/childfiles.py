@@ -1,0 +1,86 @@
+"""Files and folders a sandboxed child could write, handled by the controller (I/O).
+
+The controller runs outside every sandbox, so what a child left behind is read and removed
+without trusting it: a JUnit report, a trace or a coverage data file may have been replaced
+by a link to a file of the host (read through it, or written: coverage.py initialises a
+database it opens), or by a FIFO (an ``open`` that never returns); a folder may hold links
+and folders a child made unwritable, and Python's own ``TemporaryDirectory`` cleanup then
+``chmod``\\ s through a link on some versions (CPython gh-91133).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MAX_CHILD_FILE", "child_tempdir", "private_copy", "read_child_file", "remove_tree"]
+
+MAX_CHILD_FILE = 64 << 20  # bytes: a report larger than this is not read
+
+
+def read_child_file(path: str | os.PathLike[str], limit: int = MAX_CHILD_FILE) -> bytes | None:
+    """The bytes of a regular file a child wrote (no link followed, no FIFO or device
+    opened), or None when it is missing, not a regular file or larger than ``limit``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+@contextlib.contextmanager
+def child_tempdir(prefix: str, folder: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """A temporary folder a child may write, removed with :func:`remove_tree`."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=folder)
+    try:
+        yield path
+    finally:
+        remove_tree(path)
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove a folder a child wrote: no link is ever followed, and a folder the child made
+    unwritable or unreadable is given back its owner's permissions (itself, never what a
+    link names) before its entries are removed again."""
+
+    def retry(function: Callable[..., Any], failed: str, *_: object) -> None:
+        for folder in (failed, os.path.dirname(failed)):
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(folder).st_mode):
+                    os.chmod(folder, 0o700)
+        with contextlib.suppress(OSError):
+            if function in (os.rmdir, os.unlink, os.remove) or not os.path.isdir(failed):
+                function(failed)
+            else:
+                shutil.rmtree(failed, ignore_errors=True)
+
+    if not os.path.lexists(path):
+        return
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry)
+    else:  # pragma: no cover - the 3.11 spelling
+        shutil.rmtree(path, onerror=retry)
+    if os.path.lexists(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def private_copy(source: str | os.PathLike[str], folder: Path, name: str) -> Path | None:
+    """A copy, in a folder no child can write, of a regular file a child wrote."""
+    data = read_child_file(source)
+    if data is None:
+        return None
+    target = folder / name
+    target.write_bytes(data)
+    return target

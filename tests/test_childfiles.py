@@ -1,0 +1,100 @@
+"""What a sandboxed child leaves behind is read and removed without trusting it.
+
+Real runs: a child replaces its JUnit report by a FIFO (reading it must not hang the
+controller), a coverage data file by a link to a host file (coverage.py must not initialise
+that file as its database), and leaves links in folders it made unwritable.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.childfiles import read_child_file, remove_tree
+from pytest_critic22.coverage_evidence import _executed_lines
+from pytest_critic22.runner import run_pytest
+from pytest_critic22.sandbox import resolve
+from pytest_critic22.tracediff import read_trace
+
+
+def test_a_fifo_in_place_of_the_junit_report_does_not_hang_the_controller(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "test_fifo.py").write_text(
+        textwrap.dedent(
+            """
+            import atexit, os, sys
+
+            def test_swaps_its_report_for_a_fifo():
+                junit = [a for a in sys.argv if a.startswith("--junitxml=")][0].split("=", 1)[1]
+                atexit.register(lambda: (os.unlink(junit), os.mkfifo(junit), os._exit(0)))
+            """
+        )
+    )
+    done: list[object] = []
+
+    def review() -> None:
+        sandbox = resolve("auto")
+        done.append(
+            run_pytest(tree, ["test_fifo.py"], timeout=60, pythonpath=[tree], sandbox=sandbox)
+        )
+
+    worker = threading.Thread(target=review, daemon=True)
+    worker.start()
+    worker.join(timeout=180)  # the run itself takes about a second
+    assert done, "reading the child's report hung"
+    run = done[0]
+    assert getattr(run, "status", None) == "passed" or getattr(run, "status", None) == "error"
+    assert not getattr(run, "tests", {}), "a FIFO is no report"
+
+
+def test_a_link_in_place_of_the_coverage_data_is_never_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "host_file"
+    victim.write_bytes(b"")
+    data_file = tmp_path / ".coverage"
+    data_file.symlink_to(victim)
+    assert _executed_lines(data_file, tmp_path, {"m.py": [1]}) == {}
+    assert victim.read_bytes() == b""
+
+
+def test_files_a_child_left_are_read_only_when_regular(tmp_path: Path) -> None:
+    regular = tmp_path / "trace.jsonl"
+    regular.write_text('{"e": "outcome", "failed": false}\n')
+    assert read_child_file(regular) == regular.read_bytes()
+    assert read_child_file(regular, limit=4) is None
+    secret = tmp_path / "secret"
+    secret.write_text("host data")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(secret)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for planted in (link, fifo, tmp_path / "missing"):
+        assert read_child_file(planted) is None
+        with pytest.raises(OSError, match="not a regular file"):
+            read_trace(planted)
+
+
+def test_a_folder_a_child_left_is_removed_without_touching_what_its_links_name(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    outside.chmod(0o640)
+    left = tmp_path / "run"
+    (left / "locked").mkdir(parents=True)
+    (left / "locked" / "link").symlink_to(outside)
+    (left / "locked").chmod(0o500)
+    (left / "closed").mkdir()
+    (left / "closed" / "file").write_text("x")
+    (left / "closed").chmod(0)
+    remove_tree(left)
+    assert not left.exists()
+    assert outside.read_text() == "keep"
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o640
