@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_critic22.formats.github import md
 from pytest_critic22.gitio import git, init_repo
 from pytest_critic22.samples import SAMPLES_DIR, case_dir, case_options
 
@@ -39,3 +41,20 @@ def repo_state(repo: Path) -> tuple[str, str, str]:
         git(["status", "--porcelain", "--untracked-files=all"], repo).stdout,
         git(["rev-parse", "--abbrev-ref", "HEAD"], repo).stdout,
     )
+
+
+def check_github(outlines: Sequence[str], summary: Path, sarif_path: Path) -> None:
+    """The issue's end-to-end check, of median-drops-guard's run as under GitHub Actions
+    (tests/test_e2e_samples.py runs it with --critic22-reruns=2): its annotations, and the job
+    summary that links the SARIF report."""
+    lines = [line for line in outlines if line.startswith("::")]
+    assert (
+        "::error file=textstats/stats.py,line=9,endLine=9,title=critic22 F1 verified::"
+        "mean() no longer raises ValueError on empty input; it returns 0.0. (F1 verified: "
+        "fails on patched (2/2 runs) and passes on the without-e2 tree)"
+    ) in lines
+    assert sum(line.startswith("::error ") for line in lines) == 3  # F1, F2, preservation
+    assert sum(line.startswith("::notice ") for line in lines) == 2  # F4, F5
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## critic22: REJECT\n")
+    assert f"- SARIF report (--critic22-sarif): {md(str(sarif_path))}\n" in text

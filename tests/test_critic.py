@@ -2,8 +2,12 @@
 server, from a real `pytest --critic22` run.
 
 Only what needs the plugin is here (one request per run serial and under xdist, its findings
-as items; the critic-off arm; a failure's summary line). The client's retries, cache, failure
-mapping, packet cutting and blinding are checked in one process, over the same HTTP, in
+as items; the critic-off arm; a failure's summary line). The same runs check live progress end
+to end (the model call and every step, from the controller and from xdist workers, nothing
+under -q) and the generated items' JUnit properties (tests/test_progress.py tests the progress
+module itself); the run under xdist is also the bundled sample case run with -n 2 (the others
+are tests/test_e2e_samples.py's). The client's retries, cache, failure mapping, packet
+cutting and blinding are checked in one process, over the same HTTP, in
 tests/test_critic_client.py.
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +26,8 @@ import pytest
 import pytest_critic22
 from pytest_critic22.ledger import read_events
 from pytest_critic22.samples import case_dir
-from tests.e2e import make_sample
-from tests.fake_llm import fake_llm
+from tests.e2e import case_args, expected, make_sample, repo_state
+from tests.fake_llm import FakeLLM, fake_llm
 
 pytestmark = [
     pytest.mark.e2e,
@@ -66,23 +72,44 @@ def report_of(pytester: pytest.Pytester) -> dict[str, Any]:
     return json.loads((pytester.path.parent / "report.json").read_text())
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_exactly_one_request_per_run_and_its_findings_become_items(
-    pytester: pytest.Pytester, repo: Path, xdist: list[str]
+SLOW = [("sleep", 3, json.dumps({"findings": [GOOD_RECORD]}))]  # the model answers after 3 s
+
+
+def junit_path(pytester: pytest.Pytester) -> Path:
+    return pytester.path.parent / "junit.xml"  # beside the repository, not in it
+
+
+def junit_properties(pytester: pytest.Pytester) -> dict[str, dict[str, str]]:
+    """testcase name -> its properties (critic22's JSON result left out)."""
+    root = ET.parse(junit_path(pytester)).getroot()
+    return {
+        case.attrib["name"]: {
+            p.attrib["name"]: p.attrib["value"]
+            for p in case.iter("property")
+            if p.attrib["name"] != "critic22"
+        }
+        for case in root.iter("testcase")
+    }
+
+
+def check_one_request_and_its_findings(
+    pytester: pytest.Pytester,
+    result: pytest.RunResult,
+    server: FakeLLM,
+    repo: Path,
+    statuses: dict[str, str],
 ) -> None:
-    answer = json.dumps({"findings": [GOOD_RECORD]})
-    with fake_llm([("content", answer)]) as server:
-        result = run(pytester, server.url, *xdist)
-        assert len(server.bodies) == 1
-    result.assert_outcomes(failed=1)
+    """The wiring: exactly one request, its findings reached their outcomes (items of the
+    run), the packet on the wire carries the gathered evidence, and it is the packet the
+    ledger recorded."""
+    assert len(server.bodies) == 1
     result.stdout.fnmatch_lines(
         ["critic: openai/critic-test (1 call(s), 120 tokens, prompt critic-v3)"]
     )
     document = report_of(pytester)
     assert document["critic"]["calls"] == 1 and document["critic"]["source"] == "model"
     assert document["disposition"]["verdict"] == "reject"
-    # The wiring: the packet on the wire carries the gathered evidence, and it is the packet
-    # the ledger recorded.
+    assert {f["id"]: f["outcome"]["status"] for f in document["findings"]} == statuses
     user = json.loads(server.bodies[0])["messages"][1]["content"]
     text = user.split("Review packet (JSON):\n", 1)[1].split("\n\nValid locations:", 1)[0]
     sources = {t["symbol"] for t in json.loads(text)["impact_evidence"]["touched_source"]}
@@ -90,6 +117,105 @@ def test_exactly_one_request_per_run_and_its_findings_become_items(
     events = read_events(repo / ".critic22" / "ledger.jsonl")
     (impact,) = [e["payload"] for e in events if e["event"] == "impact"]
     assert impact["packet_digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+F1_PROPERTIES = {
+    "critic22_finding": "F1",
+    "critic22_location": "e2",
+    "critic22_outcome": "verified",
+}
+
+# One run serves the critic's wiring and live progress (tests/test_progress.py tests the
+# progress module itself): a slow loopback model, serially and under xdist, and -q.
+
+
+def test_a_serial_run_asks_once_shows_every_step_and_its_finding_becomes_an_item(
+    pytester: pytest.Pytester, repo: Path, subtests: pytest.Subtests
+) -> None:
+    with fake_llm(SLOW) as server:
+        result = run(pytester, server.url, f"--junitxml={junit_path(pytester)}")
+    result.assert_outcomes(failed=1)
+    with subtests.test("one request per run; its finding is an item"):
+        check_one_request_and_its_findings(pytester, result, server, repo, {"F1": "verified"})
+    with subtests.test("progress: the model call and every step, as plain lines"):
+        out = result.stdout.str()
+        assert "\r" not in out  # not a terminal: plain lines
+        assert "critic22: asking openai/critic-test …" in result.outlines
+        answered = r"^critic22: asking openai/critic-test … answered after [3-9] s$"
+        assert re.search(answered, out, re.M)
+        result.stdout.fnmatch_lines(
+            [
+                "critic22: F1 [[]e2[]] test: patched run 1/1 …",
+                "critic22: F1 [[]e2[]] test: counterfactual (without-e2) …",
+                "patch.diff F*",  # the outcome on a line of its own, after its steps
+            ]
+        )
+        assert junit_properties(pytester)["F1[e2]"] == F1_PROPERTIES
+
+
+def test_under_xdist_the_controller_asks_once_and_shows_what_the_workers_do(
+    pytester: pytest.Pytester, repo: Path, subtests: pytest.Subtests
+) -> None:
+    """Under xdist the review is built on the controller and its items run on workers. That
+    wiring is the same for every bundled sample case, so one case runs with -n 2 (every case
+    runs serially in tests/test_e2e_samples.py): median-drops-guard, its recorded critic's
+    answer given by the loopback model: a verified preservation regression, verified, refuted
+    and advisory findings, a rejected and a downgraded record."""
+    want = expected("textstats", "median-drops-guard")
+    records = json.loads((DROPS / "findings.json").read_text())
+    before = repo_state(repo)
+    with fake_llm([("sleep", 3, json.dumps({"findings": records}))]) as server:
+        result = pytester.runpytest_subprocess(
+            *[a for a in case_args("textstats", "median-drops-guard") if "findings" not in a],
+            "--critic22-model=openai/critic-test",
+            f"--critic22-api-base={server.url}",
+            "--critic22-reruns=1",
+            "-o",
+            "critic22_retries=0",  # as recorded: a rejected record is not asked again
+            f"--critic22-report={pytester.path.parent / 'report.json'}",
+            f"--junitxml={junit_path(pytester)}",
+            "-n",
+            "2",
+        )
+    with subtests.test("the case's expected outcomes, its items run on the workers"):
+        result.assert_outcomes(**want["outcomes"])  # the project's own tests and the items
+        assert result.ret == want["exit"]
+        document = report_of(pytester)
+        assert {p["group"]: p["outcome"] for p in document["preservation"]} == want["preservation"]
+        assert document["counts"]["rejected"] == want["rejected"]
+        assert document["counts"]["downgraded"] == want["downgraded"]
+        result.stdout.fnmatch_lines([f"verdict: {want['verdict'].upper()} *"])
+        assert repo_state(repo) == before
+    with subtests.test("one request per run, on the controller; its findings are items"):
+        check_one_request_and_its_findings(pytester, result, server, repo, want["findings"])
+    with subtests.test("progress: the controller shows what the workers do"):
+        asked = r"^critic22: asking openai/critic-test … answered after \d+ s$"
+        assert re.search(asked, result.stdout.str(), re.M)
+        result.stdout.re_match_lines_random(
+            [
+                r"critic22: \[gw\d\] F1 \[e2\] test: patched run 1/1 …$",
+                r"critic22: \[gw\d\] F1 \[e2\] test: counterfactual \(without-e2\) …$",
+                r"critic22: \[gw\d\] preserve\[tests/test_stats.py\]: patched run"
+                r" \(\d+ test\(s\)\) …$",
+            ]
+        )
+        properties = junit_properties(pytester)
+        assert properties["F1[e2]"] == F1_PROPERTIES
+        assert properties["preserve[tests/test_stats.py]"] == {
+            "critic22_finding": "preserve[tests/test_stats.py]",
+            "critic22_location": "tests/test_stats.py",
+            "critic22_outcome": "verified",
+        }
+
+
+def test_quiet_keeps_progress_all_quiet(pytester: pytest.Pytester, repo: Path) -> None:
+    with fake_llm(SLOW) as server:
+        result = run(pytester, server.url, "-q")
+        assert len(server.bodies) == 1
+    result.assert_outcomes(failed=1)
+    said = [line for line in result.outlines if line.startswith("critic22: ")]
+    assert said == ["critic22: 1 of the collected items generated from patch.diff"]  # no more
+    assert "asking" not in result.stdout.str() and "patched run" not in result.stdout.str()
 
 
 FAILED_CALL = ("status", 500, {"error": {"message": "boom"}})

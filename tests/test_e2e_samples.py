@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from tests.e2e import case_args, expected, make_sample, repo_state
+from tests.e2e import case_args, check_github, expected, make_sample, repo_state
 from tests.golden import difference, golden_path, normalize
+from tests.test_formats_sarif import check_sarif
 
 CASES = [
     ("textstats", "median-drops-guard"),
@@ -27,34 +28,44 @@ pytestmark = [
 
 # Every case runs serially, and its report is compared with the golden one. Under xdist the
 # review is built on the controller and the items run on workers; that wiring is the same for
-# every case, so one case also runs with -n 2: median-drops-guard, whose run has a verified
-# preservation regression, verified, refuted and advisory findings, a rejected and a
-# downgraded record. lock-removed: trace replay (40 replays of a threaded test, each a child
-# pytest, within a budget no loaded machine exhausts). elapsed-sign: projenv's tests use the
-# project's conftest fixture and unittest base class, and its configuration says
-# --cov-fail-under=99 (its children run with --no-cov, outcomes come per test).
-XDIST = [("textstats", "median-drops-guard")]
-SERIAL = [("counterkit", "lock-removed"), *CASES, ("projenv", "elapsed-sign")]
+# every case, so one case runs with -n 2, in tests/test_critic.py (its critic a loopback model
+# answering with the recorded findings, one run that also checks the model is asked once and
+# the workers' progress): median-drops-guard, whose run has a verified preservation
+# regression, verified, refuted and advisory findings, a rejected and a downgraded record.
+# lock-removed: trace replay (40 replays of a threaded test, each a child pytest, within a
+# budget no loaded machine exhausts). elapsed-sign: projenv's tests use the project's conftest
+# fixture and unittest base class, and its configuration says --cov-fail-under=99 (its
+# children run with --no-cov, outcomes come per test).
 RUNS = [  # the longest first, so that two workers of this suite finish together
-    *(pytest.param(sample, case, ["-n", "2"], id=f"{case}-xdist") for sample, case in XDIST),
-    *(pytest.param(sample, case, [], id=f"{case}-serial") for sample, case in SERIAL),
+    pytest.param(sample, case, id=case)
+    for sample, case in [("counterkit", "lock-removed"), *CASES, ("projenv", "elapsed-sign")]
 ]
 
 
-@pytest.mark.parametrize(("sample", "case", "xdist"), RUNS)
+# Every run also writes SARIF, validated against the official schema; median-drops-guard's
+# run is also run as under GitHub Actions (annotations, a job summary), the others not.
+GITHUB = ("textstats", "median-drops-guard")
+
+
+@pytest.mark.parametrize(("sample", "case"), RUNS)
 def test_sample_case_gives_the_expected_outcomes(
-    pytester: pytest.Pytester, sample: str, case: str, xdist: list[str]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sample: str, case: str
 ) -> None:
+    github = (sample, case) == GITHUB
+    summary = pytester.path.parent / f"{pytester.path.name}-summary.md"  # this test's own
+    if github:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     repo = make_sample(pytester, sample)
     before = repo_state(repo)
     want = expected(sample, case)
-    report = repo.parent / "report.json"
+    report, sarif = repo.parent / "report.json", repo.parent / "review.sarif"
     result = pytester.runpytest_subprocess(
         *case_args(sample, case),
         f"--critic22-report={report}",
+        f"--critic22-sarif={sarif}",
         "--critic22-reruns=2",
         *want.get("args", []),
-        *xdist,
     )
     result.assert_outcomes(**want["outcomes"])
     assert result.ret == want["exit"]
@@ -74,7 +85,15 @@ def test_sample_case_gives_the_expected_outcomes(
     }
     result.stdout.fnmatch_lines([f"verdict: {want['verdict'].upper()} *"])
     assert repo_state(repo) == before
-    if not xdist and document["sandbox"]["mode"] == "bwrap" and golden_path(sample, case).exists():
+    # The same run's SARIF validates against the official schema and holds every finding and
+    # preservation group that reached a reportable outcome (tests/test_formats_sarif.py).
+    check_sarif(json.loads(sarif.read_text(encoding="utf-8")), want)
+    if github:
+        check_github(result.outlines, summary, sarif)
+    else:  # not under GitHub Actions: no annotation, no summary
+        assert not [line for line in result.outlines if line.startswith("::")]
+        assert not summary.exists()
+    if document["sandbox"]["mode"] == "bwrap" and golden_path(sample, case).exists():
         # The whole report, but for timings, paths and run ids, is what it was before the
         # restructuring (tests/data/reports, recorded by `python -m tests.golden`).
         golden = normalize(json.loads(golden_path(sample, case).read_text()))

@@ -72,6 +72,8 @@ def check_expected(result: LoopResult, case: str) -> None:
 
 
 def test_round_one_repair_then_acquittal(tmp_path: Path) -> None:
+    """Also the checkpoint's "go" (through a real pty): the proposed repair is applied, and the
+    run goes on as without a checkpoint (which the SIGKILL test's loop runs to acquittal)."""
     repo = sample(tmp_path)
     stage = repo / state.STAGE
     # A state file 25 h old from a killed run: discarded, a fresh run starts.
@@ -79,8 +81,8 @@ def test_round_one_repair_then_acquittal(tmp_path: Path) -> None:
     stage.mkdir(parents=True)
     stale = {"run_id": "run_20261101_0000dead", "round": 1, "status": "in_progress"}
     (stage / state.STATE_FILE).write_text(json.dumps({**stale, "timestamp": old}))
-    out = io.StringIO()
-    result = run_loop(options(repo, "repair-then-acquit"), out=out)
+    result, text = _with_replies(repo, "go\n")
+    assert "Round 1/2 review complete. Score: 2/10 — not ready" in text
     check_expected(result, "repair-then-acquit")
     assert result.run_id != "run_20261101_0000dead" and state.RUN_ID.match(result.run_id)
     assert [r.round for r in result.rounds] == [1, 2]
@@ -124,7 +126,7 @@ def test_round_one_repair_then_acquittal(tmp_path: Path) -> None:
     events = [json.loads(x) for x in (repo / ".critic22" / "ledger.jsonl").read_text().splitlines()]
     mine = [e for e in events if e["run"] == result.run_id]
     assert [e["event"] for e in mine] == ["loop-round", "loop-round", "loop-stop"]
-    assert "Score: 10/10 — ready" in out.getvalue()
+    assert "Score: 10/10 — ready" in text
     clean(repo)
 
 
@@ -220,8 +222,8 @@ def test_checkpoint_needs_a_terminal(tmp_path: Path) -> None:
     assert not (repo / state.STAGE / state.STATE_FILE).exists()  # nothing ran
 
 
-def _with_replies(tmp_path: Path, replies: str, **kw: Any) -> tuple[LoopResult, str, Path]:
-    repo = sample(tmp_path)
+def _with_replies(repo: Path, replies: str, **kw: Any) -> tuple[LoopResult, str]:
+    """repair-then-acquit with the checkpoint, for two rounds, answered through a real pty."""
     master, slave = os.openpty()
     os.write(master, replies.encode())
     out = io.StringIO()
@@ -232,19 +234,20 @@ def _with_replies(tmp_path: Path, replies: str, **kw: Any) -> tuple[LoopResult, 
             out=out,
         )
     os.close(master)
-    return result, out.getvalue(), repo
+    return result, out.getvalue()
 
 
 @pytest.mark.parametrize(
     ("reply", "status", "fix"),
     [
-        ("go", "acquitted", "applied"),
+        # "go" (acquitted, the repair applied) is test_round_one_repair_then_acquittal's
         ("skip 1", "no-fix", "skipped"),
         ("stop", "stopped", "skipped"),
     ],
 )
 def test_checkpoint_replies(tmp_path: Path, reply: str, status: str, fix: str) -> None:
-    result, out, repo = _with_replies(tmp_path, reply + "\n")
+    repo = sample(tmp_path)
+    result, out = _with_replies(repo, reply + "\n")
     assert "Round 1/2 review complete. Score: 2/10 — not ready" in out
     assert result.status == status
     assert [f.status for f in result.rounds[0].fixes] == [fix]
@@ -258,7 +261,8 @@ def test_checkpoint_apply_a_users_own_fix(tmp_path: Path) -> None:
         " def mean(values):\n+    if len(values) == 0:\n+        raise ValueError('empty')\n"
         "     return sum(values) / max(len(values), 1)\n"
     )
-    result, _out, repo = _with_replies(tmp_path, f"apply {fix}\n")
+    repo = sample(tmp_path)
+    result, _out = _with_replies(repo, f"apply {fix}\n")
     assert result.status == "acquitted"
     origins = {(f.origin, f.status) for f in result.rounds[0].fixes}
     assert origins == {("user", "applied"), ("repair", "skipped")}

@@ -1,13 +1,13 @@
 """Live progress (issue 14): the model call and each procedure step on the terminal, from the
-controller and from xdist workers; and the generated items' JUnit properties."""
+controller and from xdist workers. The module itself here; end to end (a slow loopback model,
+serially, under xdist and with -q, and the generated items' JUnit properties) in
+tests/test_critic.py, whose runs also check the critic's wiring."""
 
 from __future__ import annotations
 
 import io
-import json
 import re
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -22,21 +22,6 @@ from pytest_critic22.progress import (
     ticking,
     worker_progress,
 )
-from pytest_critic22.samples import case_dir
-from tests.e2e import make_sample
-from tests.fake_llm import fake_llm
-
-DROPS = case_dir("textstats", "median-drops-guard")
-RECORD = {
-    "location": "e2",
-    "claim": "mean() of empty input no longer raises ValueError.",
-    "severity": "blocking",
-    "evidence": "e2 deletes the guard.",
-    "falsification": "test:\nimport pytest\nfrom textstats import mean\n\n"
-    "def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n",
-    "confidence": 0.7,
-}
-SLOW = [("sleep", 3, json.dumps({"findings": [RECORD]}))]  # the model answers after 3 s
 
 
 class Recorder:
@@ -162,104 +147,3 @@ def test_a_worker_writes_only_when_the_controller_shows(tmp_path: Path) -> None:
     assert sink is not None and sink.live and sink.path == tmp_path / "gw3.log"
     odd = worker_progress({"workerid": "../x", "critic22_progress": "plain"}, tmp_path)
     assert odd is not None and odd.path == tmp_path / "worker.log" and not odd.live
-
-
-# -- end to end: a slow loopback model, serial and under xdist, and -q ------------------------
-
-
-@pytest.fixture
-def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-api-key-0123456789")
-    monkeypatch.delenv("CRITIC", raising=False)
-    monkeypatch.delenv("CRITIC22_MODEL", raising=False)
-    return make_sample(pytester, "textstats")
-
-
-def review_with_slow_model(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
-    with fake_llm(SLOW) as server:
-        return pytester.runpytest_subprocess(
-            f"--critic22={DROPS / 'patch.diff'}",
-            "--critic22-model=openai/critic-test",
-            f"--critic22-api-base={server.url}",
-            "--critic22-only",
-            "--critic22-reruns=1",
-            f"--junitxml={pytester.path / 'junit.xml'}",
-            *extra,
-        )
-
-
-def junit_properties(pytester: pytest.Pytester) -> dict[str, dict[str, str]]:
-    """testcase name -> its properties (critic22's JSON result left out)."""
-    root = ET.parse(pytester.path / "junit.xml").getroot()
-    return {
-        case.attrib["name"]: {
-            p.attrib["name"]: p.attrib["value"]
-            for p in case.iter("property")
-            if p.attrib["name"] != "critic22"
-        }
-        for case in root.iter("testcase")
-    }
-
-
-@pytest.mark.e2e
-@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
-def test_a_serial_run_shows_the_model_call_and_every_step(
-    pytester: pytest.Pytester, repo: Path
-) -> None:
-    result = review_with_slow_model(pytester, "--critic22-preservation=off")
-    result.assert_outcomes(failed=1)
-    out = result.stdout.str()
-    assert "\r" not in out  # not a terminal: plain lines
-    assert "critic22: asking openai/critic-test …" in result.outlines
-    assert re.search(r"^critic22: asking openai/critic-test … answered after [3-9] s$", out, re.M)
-    result.stdout.fnmatch_lines(
-        [
-            "critic22: F1 [[]e2[]] test: patched run 1/1 …",
-            "critic22: F1 [[]e2[]] test: counterfactual (without-e2) …",
-            "patch.diff F*",  # the outcome on a line of its own, after its steps
-        ]
-    )
-    assert junit_properties(pytester)["F1[e2]"] == {
-        "critic22_finding": "F1",
-        "critic22_location": "e2",
-        "critic22_outcome": "verified",
-    }
-
-
-@pytest.mark.e2e
-@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
-def test_under_xdist_the_controller_shows_what_the_workers_do(
-    pytester: pytest.Pytester, repo: Path
-) -> None:
-    result = review_with_slow_model(pytester, "-n", "2")
-    result.assert_outcomes(failed=2)  # F1 and the preservation group
-    asked = r"^critic22: asking openai/critic-test … answered after \d+ s$"
-    assert re.search(asked, result.stdout.str(), re.M)
-    result.stdout.re_match_lines_random(
-        [
-            r"critic22: \[gw\d\] F1 \[e2\] test: patched run 1/1 …$",
-            r"critic22: \[gw\d\] F1 \[e2\] test: counterfactual \(without-e2\) …$",
-            r"critic22: \[gw\d\] preserve\[tests/test_stats.py\]: patched run \(\d+ test\(s\)\) …$",
-        ]
-    )
-    properties = junit_properties(pytester)
-    assert properties["F1[e2]"] == {
-        "critic22_finding": "F1",
-        "critic22_location": "e2",
-        "critic22_outcome": "verified",
-    }
-    assert properties["preserve[tests/test_stats.py]"] == {
-        "critic22_finding": "preserve[tests/test_stats.py]",
-        "critic22_location": "tests/test_stats.py",
-        "critic22_outcome": "verified",
-    }
-
-
-@pytest.mark.e2e
-@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
-def test_quiet_keeps_it_all_quiet(pytester: pytest.Pytester, repo: Path) -> None:
-    result = review_with_slow_model(pytester, "-q", "--critic22-preservation=off")
-    result.assert_outcomes(failed=1)
-    said = [line for line in result.outlines if line.startswith("critic22: ")]
-    assert said == ["critic22: 1 of the collected items generated from patch.diff"]  # no more
-    assert "asking" not in result.stdout.str() and "patched run" not in result.stdout.str()
