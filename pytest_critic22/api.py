@@ -21,14 +21,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_critic22.childfiles import child_tempdir
+from pytest_critic22.childfiles import child_tempdir, prune_orphans
 from pytest_critic22.runner import drain, tail_text
 
 __all__ = [
@@ -407,18 +406,7 @@ _SCRATCH = "critic22-api-"
 
 def _prune_orphans() -> None:
     """Remove the scratch folders of callers that are gone (a dead PID)."""
-    import shutil
-
-    for folder in Path(tempfile.gettempdir()).glob(f"{_SCRATCH}*-*"):
-        pid = folder.name[len(_SCRATCH) :].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except OSError:  # alive, someone else's
-            continue
+    prune_orphans(_SCRATCH)
 
 
 def _as_file(value: str | Path | None, path: Path, inputs: dict[str, str], key: str) -> Path | None:

@@ -20,7 +20,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_CHILD_FILE", "child_tempdir", "private_copy", "read_child_file", "remove_tree"]
+__all__ = [
+    "MAX_CHILD_FILE",
+    "child_tempdir",
+    "private_copy",
+    "prune_orphans",
+    "read_child_file",
+    "remove_tree",
+]
 
 MAX_CHILD_FILE = 64 << 20  # bytes: a report larger than this is not read
 
@@ -84,3 +91,18 @@ def private_copy(source: str | os.PathLike[str], folder: Path, name: str) -> Pat
     target = folder / name
     target.write_bytes(data)
     return target
+
+
+def prune_orphans(prefix: str) -> None:
+    """Remove the temp folders ``<prefix><pid>-*`` of processes that are gone: a process
+    killed by SIGKILL cleans up nothing, so each names its folders by its PID."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            remove_tree(folder)
+        except OSError:  # alive, someone else's
+            continue

@@ -98,3 +98,23 @@ def test_a_folder_a_child_left_is_removed_without_touching_what_its_links_name(
     assert not left.exists()
     assert outside.read_text() == "keep"
     assert stat.S_IMODE(outside.stat().st_mode) == 0o640
+
+
+def test_folders_of_processes_killed_by_sigkill_are_pruned_by_the_next_run() -> None:
+    import subprocess
+    import tempfile
+
+    from pytest_critic22.childfiles import prune_orphans
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = Path(tempfile.mkdtemp(prefix=f"critic22-ab-{gone.pid}-"))
+    (dead / "repo").mkdir()
+    alive = Path(tempfile.mkdtemp(prefix=f"critic22-ab-{os.getppid()}-"))
+    try:
+        prune_orphans("critic22-ab-")
+        assert not dead.exists()
+        assert alive.exists()
+    finally:
+        remove_tree(dead)
+        remove_tree(alive)

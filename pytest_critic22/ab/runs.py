@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_critic22.ab.population import Case, CriticChoice
+from pytest_critic22.childfiles import prune_orphans
 
 #: Bump when the cached records change shape.
 CACHE_SCHEMA = 1
@@ -113,12 +114,17 @@ def plugin_input_texts(
                     yield case.id, kind, path.read_text(encoding="utf-8", errors="replace")
 
 
+_SCRATCH = "critic22-ab-"
+
+
 def run_unit(unit: Unit) -> dict[str, Any]:
     """Run one unit; return its record, cached (atomically) unless the run failed."""
     if _STOPPING:
         raise KeyboardInterrupt
     started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="critic22-ab-"))
+    # Named by PID: what a run killed by SIGKILL left, the next one removes.
+    prune_orphans(_SCRATCH)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-"))
     repo = scratch / "repo"
     try:
         try:
