@@ -93,9 +93,11 @@ def private_copy(source: str | os.PathLike[str], folder: Path, name: str) -> Pat
     return target
 
 
-def prune_orphans(prefix: str) -> None:
-    """Remove the temp folders ``<prefix><pid>-*`` of processes that are gone: a process
-    killed by SIGKILL cleans up nothing, so each names its folders by its PID."""
+def prune_orphans(prefix: str, before: Callable[[Path], None] | None = None) -> bool:
+    """Remove the temp folders ``<prefix><pid>-*`` of processes that are gone (``before``
+    first sees each one): a process killed by SIGKILL cleans up nothing, so each names its
+    folders by its PID. True when one was removed."""
+    removed = False
     for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
         pid = folder.name[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -103,6 +105,10 @@ def prune_orphans(prefix: str) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
+            if before is not None:
+                before(folder)
             remove_tree(folder)
+            removed = True
         except OSError:  # alive, someone else's
             continue
+    return removed

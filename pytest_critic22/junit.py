@@ -67,18 +67,11 @@ def read_cases(path: Path) -> list[Case]:
     link or a FIFO in its place, see :mod:`pytest_critic22.childfiles`)."""
     from pytest_critic22.childfiles import read_child_file
 
-    data = read_child_file(path)
-    if not data:
-        return []
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError:
-        return []
-    return _cases(root)
+    return parse_cases(read_child_file(path) or b"")
 
 
-def parse_cases(text: str) -> list[Case]:
-    """:func:`read_cases` of a report's text (a fork-server session sends it)."""
+def parse_cases(text: str | bytes) -> list[Case]:
+    """The cases of a report's text (a fork-server session sends it); [] when it is none."""
     if not text:
         return []
     try:

@@ -297,13 +297,7 @@ def _no_sockets() -> bool:
 
 def _sockets_listed() -> bool:
     for name in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6", "unix", "packet", "udplite"):
-        try:
-            with open(f"/proc/net/{name}", encoding="ascii") as handle:
-                rows = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
+        for fields in _table(f"/proc/net/{name}"):
             if name.startswith("tcp") and len(fields) > 3 and fields[3] == "06":
                 continue  # TIME_WAIT: no process holds it
             if fields:
@@ -356,16 +350,19 @@ def _leads_to_mount(folder: str, device: int) -> bool:
     )
 
 
+def _table(path: str) -> list[list[str]]:
+    """The rows of a /proc table, split, its header line left out ([] when unreadable)."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return [row.split() for row in handle.read().splitlines()[1:]]
+    except OSError:
+        return []
+
+
 def _remove_ipc() -> None:
     """SysV shared memory, semaphores and message queues a session left (IPC_RMID)."""
     for kind, call in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
-        try:
-            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as handle:
-                rows = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
+        for fields in _table(f"/proc/sysvipc/{kind}"):
             if len(fields) > 1 and fields[1].isdigit():
                 if kind == "sem":
                     getattr(_libc, call)(int(fields[1]), 0, 0, None)  # IPC_RMID

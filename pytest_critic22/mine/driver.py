@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_critic22 import childfiles
 from pytest_critic22.ab.runs import write_atomic
 from pytest_critic22.gitio import changed_paths, commit_log, git, worktree_remove
 from pytest_critic22.mine.probe import Job, probe_commit
@@ -102,23 +103,12 @@ class Progress:
 
 def prune_orphans(repo: Path) -> None:
     """Remove the scratch folders (and worktrees) of mining runs whose process is gone."""
-    removed = False
-    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
-        pid = folder.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # alive
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
+
+    def remove_worktrees(folder: Path) -> None:
         for tree in folder.glob("wt-*"):
             worktree_remove(repo, tree)
-        shutil.rmtree(folder, ignore_errors=True)
-        removed = True
-    if removed:
+
+    if childfiles.prune_orphans(SCRATCH_PREFIX, remove_worktrees):
         git(["worktree", "prune"], repo, check=False)
 
 
