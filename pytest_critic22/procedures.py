@@ -201,11 +201,14 @@ def run_confirmed(
 ) -> list[RunResult]:
     """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
 
-    In process (the default) a failing test is first executed again in the same child with
-    fresh function fixtures (``reruns - 1`` attempts in all): a test that stops failing there
-    is flaky at the price of one child. A failure that held in process is confirmed once more
-    by a fresh child, the last of the ``reruns`` runs, since state a failed attempt left in
-    the process (module globals, caches, wider fixtures) can make the next attempt fail too.
+    By default the critic's tests run in a fork-server (:mod:`pytest_critic22.forkrun`),
+    which confirms a failure by fresh forks, each a run of its own (the first run's
+    ``then``). Other tests, and the critic's where there is no fork-server, are executed again
+    in the same child with fresh function fixtures (``reruns - 1`` attempts in all): a test
+    that stops failing there is flaky at the price of one child. A failure that held in
+    process is confirmed once more by a fresh child, the last of the ``reruns`` runs, since
+    state a failed attempt left in the process (module globals, caches, wider fixtures) can
+    make the next attempt fail too; so are the runs a fork-server did not get to.
     ``--critic22-rerun-mode=process`` starts a fresh child for every run. Either way one run
     per attempt is returned, and a test that fails once and passes once is a flaky result
     (:func:`pytest_critic22.verify.confirm_failure`).
