@@ -37,6 +37,7 @@ from typing import Literal
 __all__ = [
     "FALLBACK_WARNING",
     "MODES",
+    "OLD_BWRAP_WARNING",
     "Sandbox",
     "SandboxError",
     "bwrap_argv",
@@ -50,6 +51,10 @@ __all__ = [
 SandboxMode = Literal["bwrap", "rlimits"]
 MODES = ("auto", "bwrap", "rlimits")
 FALLBACK_WARNING = "sandbox: rlimits only — install bubblewrap for isolation"
+OLD_BWRAP_WARNING = (
+    "sandbox: bubblewrap before 0.8 cannot forbid user namespaces inside (a root child could "
+    "leave a cgroup on the host), and the critic's tests get no fork-server — upgrade it"
+)
 CHILD_HOME = "/tmp/critic22-home"  # inside the sandbox's private /tmp
 CHILD_TMP = "/tmp"  # the sandbox's private tmpfs
 # Hidden behind an empty tmpfs besides /tmp and the controller's home: service sockets
@@ -106,7 +111,7 @@ def resolve(requested: str, pass_env: Sequence[str] = ()) -> Sandbox:
         return Sandbox("rlimits", names)
     problem = probe_bwrap()
     if problem is None:
-        return Sandbox("bwrap", names)
+        return Sandbox("bwrap", names, note="" if _no_user_namespaces() else OLD_BWRAP_WARNING)
     if requested == "bwrap":
         raise SandboxError(
             f"--critic22-sandbox=bwrap: bubblewrap cannot run here ({problem}); install the "

@@ -408,3 +408,37 @@ def test_sockets_in_flight_and_changed_modes_do_not_reach_the_next_session(
     assert after_sockets is not None and after_sockets[0].status == "passed"
     _, after_modes = _run(tree, ForkRequest(("test_c.py",)), ForkRequest(("test_b.py",), 3))
     assert after_modes is None or after_modes[0].status == "passed"
+
+
+def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_fork_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for bubblewrap before 0.8: the real one, refusing --disable-userns."""
+    import shutil
+
+    from pytest_critic22 import sandbox
+
+    real = shutil.which("bwrap")
+    assert real is not None
+    old = tmp_path / "bin" / "bwrap"
+    old.parent.mkdir()
+    old.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --disable-userns ] && '
+        'echo "bwrap: Unknown option --disable-userns" >&2 && exit 1; done\n'
+        f'exec {real} "$@"\n'
+    )
+    old.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old.parent}{os.pathsep}{os.environ['PATH']}")
+    for probe in (sandbox.probe_bwrap, sandbox.probe_fork_server, sandbox._no_user_namespaces):
+        probe.cache_clear()
+    try:
+        box = resolve("bwrap")
+        assert box.mode == "bwrap" and box.note == sandbox.OLD_BWRAP_WARNING
+        tree = _tree(tmp_path, {"test_b.py": "def test_ok():\n    pass\n"})
+        assert _run(tree, ForkRequest(("test_b.py",))) == [None]  # a child of its own
+    finally:
+        monkeypatch.undo()
+        for probe in (sandbox.probe_bwrap, sandbox.probe_fork_server, sandbox._no_user_namespaces):
+            probe.cache_clear()
+    assert resolve("bwrap").note == ""
