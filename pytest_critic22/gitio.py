@@ -38,6 +38,13 @@ _OVERRIDES = (
     "core.autocrlf=false",
     "core.safecrlf=false",
     "core.fsmonitor=false",
+    # A tree's files are judged unchanged by their stat data; the user's config must not let
+    # a file rewritten at the same size with its mtime put back pass as clean (ctime cannot be
+    # put back), nor an untracked file hide behind a folder's restored mtime.
+    "core.trustctime=true",
+    "core.checkStat=default",
+    "core.ignoreStat=false",
+    "core.untrackedCache=false",
     "advice.detachedHead=false",
     "apply.whitespace=nowarn",
     "commit.gpgSign=false",

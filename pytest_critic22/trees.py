@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.childfiles import remove_tree
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR
@@ -212,7 +212,7 @@ class TreeSet:
             for child in sorted(self.root.iterdir()):
                 if child.is_dir() and not child.is_symlink():
                     self._remove_tree(child)
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
         with _repo_lock(self.root.parent):  # never while the pool moves a tree's .git file
             git(["worktree", "prune"], self.repo, check=False)
         self._made.clear()
@@ -220,7 +220,7 @@ class TreeSet:
 
     def _remove_tree(self, path: Path) -> None:
         git(["worktree", "remove", "--force", "--force", str(path)], self.repo, check=False)
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -398,7 +398,7 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
                 ):
                     git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
                     removed.append(str(tree))
-            shutil.rmtree(run, ignore_errors=True)
+            remove_tree(run)
     with _repo_lock(root):  # never while the pool moves a tree's .git file
         git(["worktree", "prune"], repo, check=False)
     _remove_if_unused(root)

@@ -38,13 +38,13 @@ import json
 import os
 import secrets
 import shutil
-import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.childfiles import remove_tree
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR, ensure_state_dir
 
@@ -302,6 +302,7 @@ def _reset(tree: Path, base: str, *, verify: bool = True) -> None:
     def run(*args: str) -> str:
         return git([*_ONE_FILE_INDEX, *args], tree).stdout
 
+    _drop_nested_git(tree)
     checkout = ("checkout", "--detach", "--force", "-q", base)
     try:
         run(*checkout)
@@ -317,6 +318,18 @@ def _reset(tree: Path, base: str, *, verify: bool = True) -> None:
     left = [r for r in records if not r.startswith("# ")]
     if head != [base] or left:
         raise WarmError(f"{tree} is not a clean checkout of {base[:10]}: {head} {left[:5]}")
+
+
+def _drop_nested_git(tree: Path) -> None:
+    """Remove every entry named ``.git`` below the tree's root (links not followed): git
+    neither lists nor cleans such a path, so what a child put there would outlive every
+    reset. A fresh worktree has none (submodules are not checked out)."""
+    for folder, dirs, files in os.walk(tree):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if name == ".git" and Path(folder) != tree:
+                _remove(path)
+        dirs[:] = [d for d in dirs if d != ".git"]
 
 
 def _forget_missing(repo: Path) -> None:
@@ -336,18 +349,12 @@ def _admin_of(tree: Path) -> Path:
 
 
 def _remove(path: Path) -> None:
-    """Remove a file or a whole folder, links not followed; folders a child made read-only
-    are made writable first (root ignores the bits, everyone else does not)."""
+    """Remove a file or a whole folder, links not followed; folders a child made unreadable
+    or read-only are given back their owner's bits first (root ignores the bits, everyone
+    else does not): :func:`pytest_critic22.childfiles.remove_tree`."""
     if not os.path.lexists(path):
         return
     if path.is_symlink() or not path.is_dir():
         path.unlink(missing_ok=True)
         return
-    try:
-        shutil.rmtree(path)
-    except OSError:
-        for folder, _, _ in os.walk(path):  # never follows a link
-            mode = os.lstat(folder).st_mode
-            if stat.S_ISDIR(mode):
-                os.chmod(folder, stat.S_IMODE(mode) | stat.S_IRWXU)
-        shutil.rmtree(path, ignore_errors=True)
+    remove_tree(path)

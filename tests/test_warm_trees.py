@@ -389,3 +389,22 @@ def test_a_copy_glob_never_brings_in_the_warm_trees_of_the_state_folder(repo: Re
     tree = other.get(Variant.base())
     assert (tree / "pkg" / "_version.py").exists()
     assert not (tree / ".critic22").exists()
+
+
+def test_files_under_folders_named_git_are_not_left_for_the_next_run(repo: Repo) -> None:
+    """git neither lists nor cleans a path named ``.git``: what a child's test put under one
+    (or a link named so) would outlive every reset of a kept tree."""
+    first = repo.trees("run-1")
+    patched = first.get(Variant("patched", (PATCH,)))
+    (patched / "pkg" / ".git").mkdir()
+    (patched / "pkg" / ".git" / "planted.txt").write_text("left by a critic's test")
+    (patched / "build").mkdir()
+    os.symlink("/etc/passwd", patched / "build" / ".git")
+    pinned = pin(patched)
+    first.remove_all()
+
+    base = repo.trees("run-2").get(Variant.base())
+    assert same_tree(base, pinned)  # the same tree, reset
+    assert not (base / "pkg" / ".git").exists() and not (base / "build").exists()
+    fresh = repo.trees("run-3", warm=False).get(Variant.base())
+    assert snapshot(base) == snapshot(fresh)
