@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_critic22.childfiles import read_tree_file
 from pytest_critic22.trees import TreeError, Variant
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _full_source(tree: Path, patch: ParsedPatch) -> str:
         if not path or not path.endswith(".py"):
             continue
         try:
-            text = (tree / path).read_text(encoding="utf-8", errors="replace")
+            text = read_tree_file(tree, path).decode("utf-8", "replace")
         except OSError:
             continue
         if len(text) > _FULL_SOURCE_CHARS:

@@ -26,6 +26,7 @@ __all__ = [
     "private_copy",
     "prune_orphans",
     "read_child_file",
+    "read_tree_file",
     "remove_tree",
 ]
 
@@ -45,6 +46,20 @@ def read_child_file(path: str | os.PathLike[str], limit: int = MAX_CHILD_FILE) -
             return None
         data = handle.read(limit + 1)
     return data if len(data) <= limit else None
+
+
+def read_tree_file(tree: str | os.PathLike[str], relative: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file of ``tree`` whose real path stays inside it. A patch can
+    add a link (``x.py -> ~/.ssh/id_rsa``, or a linked folder): its target's text must never
+    reach a packet, a report or the model. OSError otherwise."""
+    root = os.path.realpath(tree)
+    path = os.path.realpath(os.path.join(tree, relative))
+    if path != root and not path.startswith(root + os.sep):
+        raise OSError(f"{os.fspath(relative)} leads outside the tree")
+    data = read_child_file(path)
+    if data is None:
+        raise OSError(f"{os.fspath(relative)} is not a regular file of the tree")
+    return data
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_critic22.childfiles import child_tempdir, private_copy
+from pytest_critic22.childfiles import child_tempdir, private_copy, read_tree_file
 from pytest_critic22.codefacts import is_test_path
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.impact import statement_lines
@@ -39,7 +39,10 @@ def changed_line_coverage(
     for edit in patch.edits:
         if not edit.new_path or not edit.new_path.endswith(".py") or is_test_path(edit.new_path):
             continue
-        source = (patched_tree / edit.new_path).read_text(encoding="utf-8", errors="replace")
+        try:
+            source = read_tree_file(patched_tree, edit.new_path).decode("utf-8", "replace")
+        except OSError:
+            continue  # a link out of the tree, or no file: nothing to measure there
         starts = statement_lines(source)
         lines = sorted({starts[ln] for ln in edit.added_lines if ln in starts})
         if lines:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.childfiles import read_tree_file
 from pytest_critic22.codefacts import FileFacts, facts_digest, facts_from_dict, facts_to_dict
 from pytest_critic22.codescan import scan_file
 from pytest_critic22.context import (
@@ -77,7 +78,7 @@ def build_graph(
     hits = 0
     for path in paths if paths is not None else python_files(tree):
         try:
-            source = (tree / path).read_bytes().decode("utf-8", "surrogateescape")
+            source = read_tree_file(tree, path).decode("utf-8", "surrogateescape")
         except OSError:
             continue
         digest = facts_digest(path, source)
@@ -144,7 +145,7 @@ def gather_impact(
         "preservation_tests": list(preservation),
         "unparsed_files": list(unparsed),
     }
-    sources = _Sources()
+    sources = _Sources((patched_tree, base_tree))
     touched = touched_source(patch, symbols, patched_tree, patched_graph, sources)
     evidence["touched_source"] = [t.record() for t in touched]
     evidence["callees"] = callee_evidence(patch, touched, patched_tree, patched_graph, sources)
@@ -167,14 +168,18 @@ def gather_impact(
 class _Sources:
     """Files read (and parsed into blocks) once per gathering."""
 
+    roots: tuple[Path, ...]  # the trees it reads
     text: dict[Path, str | None] = field(default_factory=dict)
     parsed: dict[Path, tuple[Block, ...]] = field(default_factory=dict)
 
     def read(self, path: Path) -> str | None:
+        """A tree's file (a path below one of the trees), read only inside its tree."""
         if path not in self.text:
             try:
-                self.text[path] = path.read_bytes().decode("utf-8", "surrogateescape")
-            except OSError:
+                root = next(r for r in self.roots if r in path.parents)
+                data = read_tree_file(root, path.relative_to(root))
+                self.text[path] = data.decode("utf-8", "surrogateescape")
+            except (OSError, StopIteration):
                 self.text[path] = None
         return self.text[path]
 
@@ -379,7 +384,7 @@ def fixture_evidence(tree: Path, test_dir: str, cache_dir: Path | None) -> dict[
         if not file.is_file():
             continue
         try:
-            source = file.read_bytes().decode("utf-8", "surrogateescape")
+            source = read_tree_file(tree, path).decode("utf-8", "surrogateescape")
         except OSError:
             continue
         digest = fixture_digest(path, source)

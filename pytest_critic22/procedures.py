@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_critic22.childfiles import read_tree_file
 from pytest_critic22.diffparse import WHOLE_PATCH, ParsedPatch
 from pytest_critic22.kinds.base import Procedure
 from pytest_critic22.nodeids import (
@@ -325,7 +326,7 @@ def read_source(tree: Path, path: str | None) -> str | None:
     if not path:
         return None
     try:
-        return (tree / path).read_text(encoding="utf-8", errors="surrogateescape")
+        return read_tree_file(tree, path).decode("utf-8", "surrogateescape")
     except OSError:
         return None
 

@@ -118,3 +118,27 @@ def test_folders_of_processes_killed_by_sigkill_are_pruned_by_the_next_run() -> 
     finally:
         remove_tree(dead)
         remove_tree(alive)
+
+
+def test_a_link_a_patch_adds_never_brings_a_host_file_into_the_evidence(tmp_path: Path) -> None:
+    from pytest_critic22.childfiles import read_tree_file
+    from pytest_critic22.evidence import build_graph
+    from pytest_critic22.procedures import read_source
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "id_rsa.py").write_text("PRIVATE_KEY = 'do not send'\n")
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "mod.py").write_text("VALUE = 1\n")
+    (tree / "pkg" / "leak.py").symlink_to(secret / "id_rsa.py")
+    (tree / "linked").symlink_to(secret, target_is_directory=True)
+    (tree / "pkg" / "inside.py").symlink_to(tree / "pkg" / "mod.py")  # stays in the tree
+    assert read_tree_file(tree, "pkg/mod.py") == b"VALUE = 1\n"
+    assert read_tree_file(tree, "pkg/inside.py") == b"VALUE = 1\n"
+    for outside in ("pkg/leak.py", "linked/id_rsa.py", "../secret/id_rsa.py"):
+        with pytest.raises(OSError, match="outside the tree"):
+            read_tree_file(tree, outside)
+        assert read_source(tree, outside) is None
+    graph, _ = build_graph(tree, None, ["pkg/mod.py", "pkg/leak.py", "linked/id_rsa.py"])
+    assert set(graph) == {"pkg/mod.py"}
