@@ -4,8 +4,10 @@ Each request keeps what a child of its own gives it: its own session (a fresh fo
 process that imported pytest once), exit status, JUnit report and output, read by the same
 :func:`pytest_critic22.junit.interpret`, and a sandbox emptied of the sessions before it (no
 process, no ``/tmp`` file, no IPC object left). Only the sandbox's start-up, the
-interpreter's and pytest's imports are shared. A failing session is confirmed by fresh forks,
-each a new process; each confirmation is a run of its own in the result (never filled in).
+interpreter's and pytest's imports are shared. A request's ``attempts`` re-execute a failing
+test inside its session (:mod:`pytest_critic22.childrerun`); a failing session is then
+confirmed by fresh forks, each a new process and a run of its own in the result (never
+filled in).
 
 Only under bubblewrap: the rlimits fallback has no PID namespace in which leftovers can be
 found and killed, so there every request runs as a child of its own. A request is left to a
@@ -52,6 +54,7 @@ _JUNIT = "/tmp/critic22-job/junit.xml"  # the zygote's JUNIT: in the session's p
 class ForkRequest:
     args: tuple[str, ...]  # checked pytest arguments (node ids)
     runs: int = 1  # the first run, then fresh forks confirming while it fails
+    attempts: int = 1  # each session re-executes a failing test up to this many times in all
 
 
 def run_forked(
@@ -65,7 +68,8 @@ def run_forked(
     max_processes: int = 256,
     env: Mapping[str, str] | None = None,
 ) -> list[tuple[RunResult, list[Case]] | None]:
-    """Each request as sessions of its own in one child; ``timeout`` is each session's.
+    """Each request as sessions of its own in one child; ``timeout`` is each session's, per
+    attempt.
 
     A request's result is its first run, with the confirming runs as its ``then``; its cases
     are the first run's. None: a child of its own must decide (see the module's docstring).
@@ -80,11 +84,17 @@ def run_forked(
     files = [a for request in requests for a in request.args if not a.startswith("-")]
     blocked = blocked_plugins(tree, files)
     runs = [max(1, request.runs) for request in requests]
+    tries = [max(1, request.attempts) for request in requests]
     jobs = [
-        {"args": pytest_args(_JUNIT, (), blocked, 1, request.args), "runs": n, "timeout": timeout}
-        for request, n in zip(requests, runs, strict=True)
+        {
+            "args": pytest_args(_JUNIT, (), blocked, k, request.args),
+            "runs": n,
+            "timeout": timeout * k,
+        }
+        for request, n, k in zip(requests, runs, tries, strict=True)
     ]
-    overall = timeout * sum(runs) + 30  # each session is timed inside; this is a backstop
+    # each session is timed inside; this is a backstop
+    overall = timeout * sum(n * k for n, k in zip(runs, tries, strict=True)) + 30
     base_env = os.environ if env is None else env
     command = bwrap_argv(
         launcher_argv(["-c", _source()], int(overall) + 5, memory_bytes, max_processes),
@@ -101,7 +111,9 @@ def run_forked(
     done = _in_order(out.decode("utf-8", "replace").split("\n"), runs)
     if done is None:
         return [None for _ in requests]
-    return [_result(done.get(index, []), timeout, blocked, base_env) for index in range(len(jobs))]
+    return [
+        _result(done.get(index, []), timeout, k, blocked, base_env) for index, k in enumerate(tries)
+    ]
 
 
 def _in_order(lines: Sequence[str], runs: Sequence[int]) -> dict[int, list[dict[str, Any]]] | None:
@@ -147,12 +159,13 @@ def _well_typed(record: dict[str, Any]) -> bool:
 def _result(
     records: list[dict[str, Any]],
     timeout: float,
+    attempts: int,
     blocked: Sequence[str],
     environ: Mapping[str, str],
 ) -> tuple[RunResult, list[Case]] | None:
     if not records:
         return None
-    done = [_run(record, timeout, environ) for record in records]
+    done = [_run(record, timeout, attempts, environ) for record in records]
     first, cases = done[0]
     if first.status == "error" and first.exit_code is not None and blocked:
         return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
@@ -160,13 +173,16 @@ def _result(
 
 
 def _run(
-    record: dict[str, Any], timeout: float, environ: Mapping[str, str]
+    record: dict[str, Any], timeout: float, attempts: int, environ: Mapping[str, str]
 ) -> tuple[RunResult, list[Case]]:
     output = scrubbed_tail(str(record.get("output", "")).encode("utf-8"), environ)
     seconds = float(record.get("seconds") or 0.0)
     code = record.get("code")
     if not isinstance(code, int):
-        return RunResult("error", f"timed out after {timeout:g}s", None, seconds, output=output), []
+        reason = f"timed out after {timeout:g}s" + (
+            f" per run ({attempts} in one session)" if attempts > 1 else ""
+        )
+        return RunResult("error", reason, None, seconds, output=output), []
     cases = parse_cases(str(record.get("junit", "")))
     return interpret(code, cases, output, seconds), cases
 

@@ -202,31 +202,25 @@ def run_confirmed(
 ) -> list[RunResult]:
     """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
 
-    By default the critic's tests run in a fork-server (:mod:`pytest_critic22.forkrun`),
-    which confirms a failure by fresh forks, each a run of its own (the first run's
-    ``then``). Other tests, and the critic's where there is no fork-server, are executed again
-    in the same child with fresh function fixtures (``reruns - 1`` attempts in all): a test
-    that stops failing there is flaky at the price of one child. A failure that held in
-    process is confirmed once more by a fresh child, the last of the ``reruns`` runs, since
-    state a failed attempt left in the process (module globals, caches, wider fixtures) can
-    make the next attempt fail too; so are the runs a fork-server did not get to.
-    ``--critic22-rerun-mode=process`` starts a fresh child for every run. Either way one run
-    per attempt is returned, and a test that fails once and passes once is a flaky result
-    (:func:`pytest_critic22.verify.confirm_failure`).
+    A failing test is first executed again in the same process with fresh function fixtures
+    (``reruns - 1`` attempts in all): a test that stops failing there is flaky at the price
+    of one run. A failure that held in process is confirmed once more by a fresh process,
+    the last of the ``reruns`` runs, since state a failed attempt left in the process
+    (module globals, caches, wider fixtures) can make the next attempt fail too. For the
+    critic's tests under a fork-server (:mod:`pytest_critic22.forkrun`) that process is a
+    fresh fork (the first run's ``then``); otherwise, and for the runs a fork-server did not
+    get to, it is a fresh child. ``--critic22-rerun-mode=process`` starts a fresh child for
+    every run. Either way one run per attempt is returned, and a test that fails once and
+    passes once is a flaky result (:func:`pytest_critic22.verify.confirm_failure`).
     """
     times = max(1, ctx.reruns)
     runs: list[RunResult] = []
     if ctx.rerun_mode != "process" and times > 1:
         inside = times - 1 if times > 2 else 1
         ctx.say(f"{label} (a failure is confirmed {times}x)")
-        first = _run(ctx, tree, nodeids, inside, confirm=times)
-        if first.then:  # a fork-server confirmed it: each run a fresh process of its own
-            runs = [first]
-            for again in first.then:
-                if runs[-1].status != "failed":
-                    break
-                runs.append(again)
-        elif inside > 1:
+        # a fork-server's sessions: the first (with its attempts), then fresh forks
+        first = _run(ctx, tree, nodeids, inside, confirm=times - inside + 1)
+        if inside > 1:
             failing = [name for name, status in first.tests.items() if status == "failed"]
             complete = all(
                 len(first.attempts.get(name, ())) == inside
@@ -236,6 +230,10 @@ def run_confirmed(
             runs = confirmation_runs(first, inside) if complete else [first]
         else:
             runs = [first]
+        for again in first.then:  # a fork-server's confirmations: each a fresh process
+            if runs[-1].status != "failed" or len(runs) >= times:
+                break
+            runs.append(again)
         if runs[-1].status != "failed":
             return runs
     for attempt in range(len(runs), times):
@@ -301,7 +299,10 @@ def run_sessions(
     with cpu_slot(ctx.slot_dir, ctx.slots):
         return run_forked(
             tree,
-            [ForkRequest(tuple(as_pytest_args(r.nodeids)), r.confirm) for r in requests],
+            [
+                ForkRequest(tuple(as_pytest_args(r.nodeids)), r.confirm, r.attempts)
+                for r in requests
+            ],
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,

@@ -107,6 +107,44 @@ def test_a_failing_session_is_confirmed_by_fresh_processes(tmp_path: Path) -> No
     assert passing[0].status == "passed" and passing[0].then == ()  # no confirmation
 
 
+def test_attempts_in_a_session_come_before_the_fresh_fork(tmp_path: Path) -> None:
+    """``attempts``: a failing test runs again in its session (process state kept, /tmp
+    kept); only a failure that held there gets the fresh fork, which starts clean."""
+    tree = _tree(
+        tmp_path,
+        {
+            # fails while this process has run it once before or /tmp holds a mark
+            "test_s.py": """
+                import os
+                CALLS = []
+                def test_fails_on_state_it_left():
+                    CALLS.append(1)
+                    print("calls", len(CALLS), "seen", os.path.exists("/tmp/mark"))
+                    stale = len(CALLS) > 1 or os.path.exists("/tmp/mark")
+                    open("/tmp/mark", "w").write("x")
+                    assert stale
+            """,
+            # passes on its second attempt: flaky, no fork needed
+            "test_f.py": """
+                CALLS = []
+                def test_flaky():
+                    CALLS.append(1)
+                    assert len(CALLS) > 1
+            """,
+        },
+    )
+    state, flaky = _run(
+        tree, ForkRequest(("test_s.py",), 2, attempts=2), ForkRequest(("test_f.py",), 2, 2)
+    )
+    assert state is not None and flaky is not None
+    run, _ = state
+    assert run.attempts == {"test_s::test_fails_on_state_it_left": ("failed", "passed")}
+    assert flaky[0].attempts == {"test_f::test_flaky": ("failed", "passed")}
+    # the zygote confirms by exit status: both get their fresh fork, which starts clean
+    (again,) = run.then
+    assert again.status == "failed" and "calls 1 seen False" in again.output
+
+
 def test_a_session_cannot_forge_another_sessions_result(tmp_path: Path) -> None:
     forger = """
         import json, os
