@@ -3,13 +3,54 @@
 from __future__ import annotations
 
 import importlib.abc
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 MODEL_CLIENTS = ("litellm", "openai", "anthropic")
+_BYTECODE = "pytest-critic22-bytecode-"
+_bytecode: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start; bytecode for them, where the
+    environment forbids it.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as on our CI machines), every process the tests
+    start — hundreds of ``pytest --critic22`` runs — compiled the package afresh and had
+    pytest rewrite its asserts: about 2 CPU-seconds each, a good part of the suite. Here
+    they share one bytecode cache, in a folder of this run's (``PYTHONPYCACHEPREFIX``), so
+    nothing is written next to any source, and the folder is removed at the end (a killed
+    run's, by the next). Nothing the tests check depends on it: the plugin's own children
+    get their environment from the runner, which forbids bytecode itself.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell without job control (`cmd &` in a script),
+        # which ignores SIGINT, as every child would then: the tests that stop a run with
+        # Ctrl-C would see it ignored. Python's own handler, as in a terminal.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    from pytest_critic22.childfiles import prune_orphans
+
+    prune_orphans(_BYTECODE)
+    folder = Path(tempfile.mkdtemp(prefix=f"{_BYTECODE}{os.getpid()}-"))
+    _bytecode.append(folder)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from pytest_critic22.childfiles import remove_tree
+
+    while _bytecode:
+        remove_tree(_bytecode.pop())
 
 
 class _ModelImportGuard(importlib.abc.MetaPathFinder):
