@@ -66,17 +66,34 @@ class _ModelImportGuard(importlib.abc.MetaPathFinder):
 
 @pytest.fixture
 def no_model_client() -> Iterator[None]:
-    """Fail the test if anything imports (and so could call) a model client during it."""
-    before = {m for m in sys.modules if m.split(".")[0] in MODEL_CLIENTS}
+    """Fail the test if anything imports (and so could call) a model client during it.
+
+    A client this process imported earlier (another test's, :func:`litellm_loaded`) is put
+    aside for the test, so that importing it goes through the guard again."""
+    aside = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in MODEL_CLIENTS}
     guard = _ModelImportGuard()
     sys.meta_path.insert(0, guard)
     try:
         yield
     finally:
         sys.meta_path.remove(guard)
-    after = {m for m in sys.modules if m.split(".")[0] in MODEL_CLIENTS}
+        after = {m for m in sys.modules if m.split(".")[0] in MODEL_CLIENTS}
+        sys.modules.update(aside)
     assert not guard.attempts, f"a model client was imported: {guard.attempts}"
-    assert after == before, f"a model client was loaded: {sorted(after - before)}"
+    assert not after, f"a model client was loaded: {sorted(after)}"
+
+
+@pytest.fixture(scope="session")
+def litellm_loaded() -> None:
+    """litellm imported in this process (once per worker), as the plugin imports it, for the
+    reviews the tests run in-process (``pytester.runpytest_inprocess``): each would otherwise
+    import it again, about 8 CPU-seconds here. Session-scoped, so it comes before pytester's
+    snapshot of ``sys.modules``, which would drop it after each run."""
+    from pytest_critic22.critic import CriticSettings, litellm_completion
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # as the plugin sets it
+        litellm_completion(CriticSettings(model="openai/critic-test"))
 
 
 @pytest.fixture

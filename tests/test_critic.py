@@ -9,6 +9,11 @@ module itself); the run under xdist is also the bundled sample case run with -n 
 are tests/test_e2e_samples.py's). The client's retries, cache, failure mapping, packet
 cutting and blinding are checked in one process, over the same HTTP, in
 tests/test_critic_client.py.
+
+Three runs are `pytest` processes of their own: serial, under xdist, and the failed call
+(its whole output, up to the process's exit, is checked for tracebacks). The -q run and the
+critic-off arm are the same plugin run by ``pytest.main`` in this process, where litellm is
+imported once (:func:`litellm_loaded`) instead of once per process (about 8 CPU-seconds each).
 """
 
 from __future__ import annotations
@@ -50,13 +55,14 @@ KEY = "sk-planted-api-key-0123456789"
 @pytest.fixture
 def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # what the plugin sets anyway
     monkeypatch.delenv("CRITIC", raising=False)
     monkeypatch.delenv("CRITIC22_MODEL", raising=False)
     return make_sample(pytester, "textstats")
 
 
-def run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+def review_args(pytester: pytest.Pytester, url: str, *extra: str) -> list[str]:
+    return [
         f"--critic22={DROPS / 'patch.diff'}",
         "--critic22-model=openai/critic-test",
         f"--critic22-api-base={url}",
@@ -65,14 +71,26 @@ def run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
         "--critic22-preservation=off",  # this patch's regression would be caught without a critic
         f"--critic22-report={pytester.path.parent / 'report.json'}",
         *extra,
-    )
+    ]
+
+
+def run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
+    """The review as a `pytest` process of its own."""
+    return pytester.runpytest_subprocess(*review_args(pytester, url, *extra))
+
+
+def run_here(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
+    """The same review by ``pytest.main`` in this process (needs :func:`litellm_loaded`
+    where the model is asked)."""
+    return pytester.runpytest_inprocess(*review_args(pytester, url, *extra))
 
 
 def report_of(pytester: pytest.Pytester) -> dict[str, Any]:
     return json.loads((pytester.path.parent / "report.json").read_text())
 
 
-SLOW = [("sleep", 3, json.dumps({"findings": [GOOD_RECORD]}))]  # the model answers after 3 s
+SLOW = [("sleep", 1, json.dumps({"findings": [GOOD_RECORD]}))]  # the model answers after 1 s
+ANSWER = [("content", json.dumps({"findings": [GOOD_RECORD]}))]  # at once
 
 
 def junit_path(pytester: pytest.Pytester) -> Path:
@@ -141,7 +159,7 @@ def test_a_serial_run_asks_once_shows_every_step_and_its_finding_becomes_an_item
         out = result.stdout.str()
         assert "\r" not in out  # not a terminal: plain lines
         assert "critic22: asking openai/critic-test …" in result.outlines
-        answered = r"^critic22: asking openai/critic-test … answered after [3-9] s$"
+        answered = r"^critic22: asking openai/critic-test … answered after [1-9]\d* s$"
         assert re.search(answered, out, re.M)
         result.stdout.fnmatch_lines(
             [
@@ -164,7 +182,7 @@ def test_under_xdist_the_controller_asks_once_and_shows_what_the_workers_do(
     want = expected("textstats", "median-drops-guard")
     records = json.loads((DROPS / "findings.json").read_text())
     before = repo_state(repo)
-    with fake_llm([("sleep", 3, json.dumps({"findings": records}))]) as server:
+    with fake_llm([("content", json.dumps({"findings": records}))]) as server:
         result = pytester.runpytest_subprocess(
             *[a for a in case_args("textstats", "median-drops-guard") if "findings" not in a],
             "--critic22-model=openai/critic-test",
@@ -208,9 +226,13 @@ def test_under_xdist_the_controller_asks_once_and_shows_what_the_workers_do(
         }
 
 
-def test_quiet_keeps_progress_all_quiet(pytester: pytest.Pytester, repo: Path) -> None:
-    with fake_llm(SLOW) as server:
-        result = run(pytester, server.url, "-q")
+def test_quiet_keeps_progress_all_quiet(
+    litellm_loaded: None, pytester: pytest.Pytester, repo: Path
+) -> None:
+    """-q: neither the model call nor any step of the item says a word (a display would
+    have said "asking" as the call began, and each step of the item as it began)."""
+    with fake_llm(ANSWER) as server:
+        result = run_here(pytester, server.url, "-q")
         assert len(server.bodies) == 1
     result.assert_outcomes(failed=1)
     said = [line for line in result.outlines if line.startswith("critic22: ")]
@@ -247,11 +269,11 @@ def test_a_failed_call_is_an_empty_l_column_and_the_summary_says_why(
 def test_the_critic_off_arm_sends_nothing(
     pytester: pytest.Pytester, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """CRITIC=off in the child's environment, with a model configured: no request at all
+    """CRITIC=off in the run's environment, with a model configured: no request at all
     (--critic22-engage=never is run end to end in tests/test_impact.py)."""
     monkeypatch.setenv("CRITIC", "off")
     with fake_llm([("content", json.dumps([GOOD_RECORD]))]) as server:
-        result = run(pytester, server.url)
+        result = run_here(pytester, server.url)
         assert server.bodies == []
     result.stdout.fnmatch_lines(["critic: not engaged — CRITIC=off in the environment"])
     result.assert_outcomes()

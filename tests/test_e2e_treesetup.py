@@ -58,9 +58,12 @@ def versioned(pytester: pytest.Pytester) -> Path:
 def review(
     pytester: pytest.Pytester, sample: str, case: str, *extra: str
 ) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """The case reviewed by a `pytest` process of its own (the user's own tests are collected
+    from its folder, as in a user's run). One run of each test per tree: nothing here is about
+    confirming a failure (that is tests/test_forkrun.py's and tests/test_batching.py's)."""
     report = pytester.path.parent / "report.json"
     result = pytester.runpytest_subprocess(
-        *case_args(sample, case), f"--critic22-report={report}", "--critic22-reruns=2", *extra
+        *case_args(sample, case), f"--critic22-report={report}", "--critic22-reruns=1", *extra
     )
     return result, json.loads(report.read_text())
 
@@ -135,7 +138,7 @@ def test_critic22_copy_brings_the_generated_file_into_the_trees_and_the_defect_i
     (f1,) = document["findings"]
     assert f1["outcome"] == {
         "status": "verified",
-        "reason": "fails on patched (2/2 runs) and passes on the without-e1 tree",
+        "reason": "fails on patched (1/1 runs) and passes on the without-e1 tree",
     }
     assert f1["counterfactual"] == "without-e1"
     assert [(p["group"], p["outcome"]) for p in document["preservation"]] == [
@@ -223,7 +226,7 @@ def test_a_correct_repair_is_verified_despite_a_pre_existing_fixture_error(
     f1 = findings["F1"]
     assert f1["counterfactual"].startswith("repair-")
     assert f1["outcome"]["reason"] == (
-        f"fails on patched (2/2 runs) and passes on the {f1['counterfactual']} tree"
+        f"fails on patched (1/1 runs) and passes on the {f1['counterfactual']} tree"
     )
     assert f1["logs"]["obligations_pre_existing"] == ["tests.test_words::test_count_words_speed"]
     assert "obligations_broken" not in f1["logs"]
@@ -274,7 +277,7 @@ def test_a_repair_with_miscounted_hunks_is_recounted_and_one_with_wrong_context_
     # F2: right counts, a context line the patched file does not have.
     f2 = findings["F2"]
     reason = f2["outcome"]["reason"]
-    assert reason.startswith("fails on patched (2/2); counterfactual: the repair does not apply")
+    assert reason.startswith("fails on patched (1/1); counterfactual: the repair does not apply")
     assert "patch failed: wordcount/words.py:6" in reason
     assert "repair_given" not in f2["logs"]
     result.stdout.fnmatch_lines(["*F2 *inconclusive*", "*the repair does not apply*"])

@@ -1,6 +1,11 @@
 """The seams, end to end: a plugin adds a procedure kind and a static check through the hooks
 (tests/plugins/critic22_extension.py, nothing in the package changes); both reach the prompt
-sent to the loopback model, both run; the critic's answer is parsed exactly once per run."""
+sent to the loopback model, both run on xdist workers and serially; the critic's answer is
+parsed exactly once per run.
+
+The model is asked in the run under xdist; the serial run replays the same answer from a
+findings file (its subject is the run, not the model path: a second import of litellm would
+cost about 8 CPU-seconds)."""
 
 from __future__ import annotations
 
@@ -81,33 +86,31 @@ def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     return pytester.path
 
 
-def _run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
+def _model(url: str) -> list[str]:
+    """The critic: the loopback model, through litellm."""
+    return ["--critic22-model=openai/critic-test", f"--critic22-api-base={url}"]
+
+
+def _run(pytester: pytest.Pytester, *critic_and_extra: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "-p",
         "critic22_extension",
         "-p",
         "critic22_count_parses",
         f"--critic22={_outside(pytester, 'patch.diff')}",
-        "--critic22-model=openai/critic-test",
-        f"--critic22-api-base={url}",
+        *critic_and_extra,
         "--critic22-engage=always",
         "--critic22-only",
         "--critic22-reruns=1",
         f"--critic22-report={_outside(pytester, 'report.json')}",
-        *extra,
     )
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_plugin_kind_and_check_reach_the_prompt_and_run(
-    pytester: pytest.Pytester, repo: Path, xdist: list[str]
+def check_the_plugin_kind_and_check_ran(
+    pytester: pytest.Pytester, result: pytest.RunResult
 ) -> None:
-    with fake_llm([("content", ANSWER)]) as server:
-        result = _run(pytester, server.url, *xdist)
-        system = server.requests[0]["messages"][0]["content"]
-    assert "mentions:        TEXT  the located edit removes TEXT" in system
-    assert "todo-added: an added line that says TODO" in system
-    assert "removed-guard:" in system and "property:" in system  # the built-ins stay
+    """F1 (the plugin's kind) and F2 (the plugin's check) verified, F3 refuted; the answer
+    parsed once, on the controller: xdist workers received routed findings, not raw text."""
     document = json.loads((_outside(pytester, "report.json")).read_text())
     outcomes = {f["id"]: (f["route"]["kind"], f["outcome"]["status"]) for f in document["findings"]}
     assert outcomes == {
@@ -117,16 +120,37 @@ def test_a_plugin_kind_and_check_reach_the_prompt_and_run(
     }, result.stdout.str()
     assert document["disposition"]["verdict"] == "reject"
     result.assert_outcomes(failed=2, passed=2)  # and the preservation group of test_core.py
-    # Parsed once, on the controller: workers received routed findings, not raw text.
     parses = (_outside(pytester, "parses.log")).read_text().splitlines()
     assert len(parses) == 1 and parses[0].split()[1] == "controller", parses
+
+
+def test_a_plugin_kind_and_check_reach_the_prompt_and_run_on_xdist_workers(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    with fake_llm([("content", ANSWER)]) as server:
+        result = _run(pytester, *_model(server.url), "-n", "2")
+        assert len(server.bodies) == 1
+        system = server.requests[0]["messages"][0]["content"]
+    assert "mentions:        TEXT  the located edit removes TEXT" in system
+    assert "todo-added: an added line that says TODO" in system
+    assert "removed-guard:" in system and "property:" in system  # the built-ins stay
+    check_the_plugin_kind_and_check_ran(pytester, result)
+
+
+def test_a_plugin_kind_and_check_run_serially_on_a_replayed_answer(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    findings = _outside(pytester, "findings.json")
+    findings.write_text(ANSWER)  # the model's answer of the run above, verbatim
+    result = _run(pytester, f"--critic22-findings={findings}")
+    check_the_plugin_kind_and_check_ran(pytester, result)
 
 
 def test_collect_only_builds_no_tree_and_asks_no_model(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
     with fake_llm([("content", ANSWER)]) as server:
-        result = _run(pytester, server.url, "--collect-only")
+        result = _run(pytester, *_model(server.url), "--collect-only")
         assert server.bodies == []
     # Nothing to list: the findings would come from the model, which collection never asks
     # (a review-only run with nothing to list exits 0, as it always did).

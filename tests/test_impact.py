@@ -333,13 +333,16 @@ def test_decide_engage(
 
 
 # -- end to end ------------------------------------------------------------------------------
+# Real reviews of real repositories, run by ``pytest.main`` in this process (--critic22-only:
+# the project's own tests are not collected here): a process of its own per case would only
+# add its start-up, and litellm's import (about 8 CPU-seconds) where the model is asked.
 
 
 @pytest.mark.e2e
 @pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 def test_a_regression_fails_a_preservation_item_with_no_critic(pytester: pytest.Pytester) -> None:
     make_sample(pytester, "textstats")
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         f"--critic22={case_dir('textstats', 'median-drops-guard') / 'patch.diff'}",
         "--critic22-engage=never",
         "--critic22-only",
@@ -392,6 +395,7 @@ def small_repo(pytester: pytest.Pytester, after: str, extra_tests: str = "") -> 
     ids=["covered", "uncovered-branch"],
 )
 def test_a_small_covered_patch_is_declined_and_an_uncovered_branch_engages(
+    litellm_loaded: None,
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     after: str,
@@ -399,9 +403,12 @@ def test_a_small_covered_patch_is_declined_and_an_uncovered_branch_engages(
     reason: str,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # what the plugin sets anyway
+    monkeypatch.delenv("CRITIC", raising=False)
+    monkeypatch.delenv("CRITIC22_MODEL", raising=False)
     patch = small_repo(pytester, after)
     with fake_llm([("content", "[]")]) as server:
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest_inprocess(
             f"--critic22={patch}",
             "--critic22-model=openai/critic-test",
             f"--critic22-api-base={server.url}",
@@ -423,7 +430,7 @@ def test_a_test_that_already_fails_on_base_is_reported_as_pre_existing(
 ) -> None:
     broken = "\n\ndef test_add_strings():\n    assert add('a', 'b') == 'ab!'\n"
     patch = small_repo(pytester, "def add(a, b):\n    return b + a\n", extra_tests=broken)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         f"--critic22={patch}", "--critic22-only", "--critic22-reruns=1", "-rs"
     )
     result.assert_outcomes(skipped=1)

@@ -85,11 +85,14 @@ def test_import_failure_names_the_module_and_the_file_that_imported_it() -> None
 
 
 # -- end to end: every fail-open case of issue 11 ----------------------------------------------
+# Each a real review of the sample repository, run by ``pytest.main`` in this process (its
+# exit status is what pytest.main returns): a process of its own per case would only add its
+# start-up, and litellm's import (about 8 CPU-seconds) where the model is asked.
 
 
 def _review(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, object]]:
     report = pytester.path.parent / "report.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         f"--critic22={DROPS / 'patch.diff'}",
         f"--critic22-report={report}",
         "--critic22-only",
@@ -190,7 +193,7 @@ def test_an_empty_findings_list_and_a_refuted_only_run_still_proceed(
 
 @pytest.mark.e2e
 def test_a_required_critic_that_cannot_be_reached_is_incomplete(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    litellm_loaded: None, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_sample(pytester, "textstats")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
