@@ -1,6 +1,12 @@
 """``hard`` and ``nightmare`` against a loopback OpenAI-compatible server through litellm:
 the debate turn, the fixer and the second critic are separate recorded requests, only
-execution changes an outcome, and nothing the author wrote reaches any request."""
+execution changes an outcome, and nothing the author wrote reaches any request.
+
+Each review that asks a model is a pytest child that imports litellm, the costliest step
+here: ``nightmare`` asks the model for both critics in both rounds, and so also carries the
+first critic's own requests (its memory, the review's independence); ``hard`` replays its
+critic's findings (``findings_dir``), its subject being the debate turn and the fixer, which
+the loop itself asks over HTTP."""
 
 from __future__ import annotations
 
@@ -80,10 +86,17 @@ def _no_author_text(requests: list[dict[str, Any]]) -> None:
             assert words not in text, words
 
 
-def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(repo: Path) -> None:
+def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(
+    repo: Path, tmp_path: Path
+) -> None:
+    # The critic, replayed: round 1, F1 verified (with a repair) and F2, whose test is wrong
+    # (refuted); round 2, nothing new.
+    critic = tmp_path / "critic"
+    critic.mkdir()
+    wrong_test = _finding("mean([]) no longer signals empty data", EMPTY_NOT_SIGNALLED)
+    (critic / "round-1.json").write_text(json.dumps({"findings": [F1, wrong_test]}))
+    (critic / "round-2.json").write_text(json.dumps({"findings": [], "memory_update": "none"}))
     script = [
-        # round 1: the critic — F1 verified (with a repair), F2's test is wrong (refuted)
-        _answer(F1, _finding("mean([]) no longer signals empty data", EMPTY_NOT_SIGNALLED)),
         # the debate turn on F2: a revision, which is executed
         (
             "content",
@@ -91,33 +104,31 @@ def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(repo: 
         ),
         # the fixer, for F2 (verified by the revision, no repair)
         ("content", "```diff\n" + GUARD_FIX + "```"),
-        # round 2: the critic, with its memory
-        _answer(memory="nothing new"),
     ]
     with fake_llm(script) as server:
         opts = LoopOptions(
             repo=repo,
             patch=CASE / "patch.diff",
+            findings_dir=critic,
             model=MODEL,
             api_base=server.url,
             fixer_model="openai/fixer-test",
-            author_model="anthropic/claude-x",
             difficulty="hard",
             max_rounds=2,
             plugin_args=("--critic22-reruns=1",),
         )
         result = run_loop(opts, out=io.StringIO())
         requests = server.requests
-    assert len(requests) == 4, [r["model"] for r in requests]
-    critic, debate, fixer, again = requests
-    assert "Rule on it" in debate["messages"][0]["content"]
+    # no second critic in hard: the debate turn and the fixer are the only requests
+    assert len(requests) == 2, [r["model"] for r in requests]
+    debate, fixer = requests
+    assert debate["model"] == "critic-test" and "Rule on it" in debate["messages"][0]["content"]
     assert "mean([]) no longer signals empty data" in _contents(debate)
     assert "--- patched tree" in _contents(debate)  # the decisive output of both trees
     assert fixer["model"] == "fixer-test" and "smallest fix" in fixer["messages"][0]["content"]
-    assert "Your Reviewer Memory" in _contents(again)
-    assert "Your Reviewer Memory" not in _contents(critic)
     _no_author_text(requests)
     one = result.rounds[0]
+    assert one.critic_source == "replay"
     (turn,) = one.debate
     assert (turn.finding_id, turn.before, turn.ruling, turn.after) == (
         "F2",
@@ -131,9 +142,6 @@ def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(repo: 
         ("F1", "repair", "applied"),
         ("F2", "fixer", "skipped"),  # the same guard: no longer applies after F1's repair
     }
-    # an anthropic author, but the fixer is of the critic's own family
-    assert one.review_independence == "same-family"
-    assert one.acceptance_status == "provisional"
     assert result.status == "acquitted" and result.rounds[1].score == 10
     stage = repo / state.STAGE
     assert "### Debate Transcript" in (stage / "AUTO_REVIEW.md").read_text()
@@ -142,7 +150,9 @@ def test_hard_debate_and_fixer_are_separate_requests_decided_by_execution(repo: 
     assert (traces / "fixer-F2.response.txt").is_file()
 
 
-def test_nightmare_second_critic_reads_whole_modules_in_a_fresh_context(repo: Path) -> None:
+def test_nightmare_second_critic_reads_whole_modules_fresh_while_the_first_remembers(
+    repo: Path, subtests: pytest.Subtests
+) -> None:
     script = [
         _answer(F1),  # round 1: the critic
         _answer(),  # round 1: the second critic
@@ -156,6 +166,9 @@ def test_nightmare_second_critic_reads_whole_modules_in_a_fresh_context(repo: Pa
             model=MODEL,
             api_base=server.url,
             second_model="openai/second-test",
+            # never asked (F1 comes with its repair): only the review's independence reads it
+            fixer_model="openai/fixer-test",
+            author_model="anthropic/claude-x",
             difficulty="nightmare",
             plugin_args=("--critic22-reruns=1",),
         )
@@ -163,16 +176,26 @@ def test_nightmare_second_critic_reads_whole_modules_in_a_fresh_context(repo: Pa
         requests = server.requests
     assert [r["model"] for r in requests] == ["critic-test", "second-test"] * 2
     first, second, again, second_again = requests
-    for fresh in (second, second_again):
-        text = _contents(fresh)
-        assert "## Full source of the touched modules" in text
-        assert "def clamp(" in text  # the whole module, not only the hunks
-        assert "Your Reviewer Memory" not in text
-    assert "## Full source" not in _contents(first)
-    assert "Your Reviewer Memory" in _contents(again)
-    _no_author_text(requests)
-    assert result.status == "acquitted" and [r.score for r in result.rounds] == [2, 10]
-    traces = repo / ".critic22" / "traces" / result.rounds[0].trace_id
-    assert (traces / "second-critic.critic" / "answer.txt").is_file()
-    assert (traces / "review.critic" / "answer.txt").is_file()
-    assert result.rounds[0].second_raw.strip().startswith("{")
+    with subtests.test("the second critic reads whole modules in a fresh context"):
+        for fresh in (second, second_again):
+            text = _contents(fresh)
+            assert "## Full source of the touched modules" in text
+            assert "def clamp(" in text  # the whole module, not only the hunks
+            assert "Your Reviewer Memory" not in text
+    with subtests.test("the first critic reads the hunks, and its memory from round 2 on"):
+        assert "## Full source" not in _contents(first)
+        assert "## Full source" not in _contents(again)
+        assert "Your Reviewer Memory" not in _contents(first)
+        assert "Your Reviewer Memory" in _contents(again)
+    with subtests.test("nothing the author wrote reaches any request"):
+        _no_author_text(requests)
+    with subtests.test("acquitted after round 1's repair, both critics' answers traced"):
+        assert result.status == "acquitted" and [r.score for r in result.rounds] == [2, 10]
+        traces = repo / ".critic22" / "traces" / result.rounds[0].trace_id
+        assert (traces / "second-critic.critic" / "answer.txt").is_file()
+        assert (traces / "review.critic" / "answer.txt").is_file()
+        assert result.rounds[0].second_raw.strip().startswith("{")
+    with subtests.test("an anthropic author, but a fixer of the critic's family: provisional"):
+        one = result.rounds[0]
+        assert one.review_independence == "same-family"
+        assert one.acceptance_status == "provisional"
