@@ -26,6 +26,10 @@ pytestmark = [
 
 DROPS = case_dir("textstats", "median-drops-guard")
 
+# The plugin's runs are real pytest sessions in this process (pytester.runpytest), as with
+# the usage errors: no second interpreter to start. Its procedures still run in children of
+# their own. Only what needs another process runs in one: Ctrl-C, another interpreter.
+
 
 def finding(location: str, claim: str, falsification: str) -> dict[str, object]:
     return {
@@ -160,6 +164,7 @@ def test_the_critics_test_exercises_the_worktree_even_with_an_editable_install(
             f"--critic22-findings={findings}",
             "--critic22-only",
             "--critic22-reruns=1",
+            "--critic22-preservation=off",  # the critic's tests are what is checked here
             "-rA",
         ],
         cwd=repo,
@@ -188,7 +193,7 @@ def test_a_hung_critic_test_is_inconclusive_at_the_timeout(pytester: pytest.Pyte
         )
     )
     start = time.monotonic()
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         f"--critic22={DROPS / 'patch.diff'}",
         f"--critic22-findings={findings}",
         "--critic22-only",
@@ -208,7 +213,7 @@ def test_permuting_confidences_changes_no_outcome_end_to_end(pytester: pytest.Py
     permuted = [dict(r, confidence=c) for r, c in zip(records, reversed(confidences), strict=True)]
     (repo.parent / "permuted.json").write_text(json.dumps(permuted))
     args = [a for a in case_args("textstats", "median-drops-guard") if "findings" not in a]
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *args,
         f"--critic22-findings={repo.parent / 'permuted.json'}",
         "--critic22-only",
@@ -275,12 +280,12 @@ def test_generated_items_work_with_k_x_lf_v_and_junitxml(pytester: pytest.Pytest
         "--critic22-reruns=1",
         "--critic22-preservation=off",
     ]
-    first = pytester.runpytest_subprocess(*args, "-x", "-v", "--junitxml=j.xml")
+    first = pytester.runpytest(*args, "-x", "-v", "--junitxml=j.xml")
     first.assert_outcomes(failed=1)  # -x: stopped at the first verified defect
     first.stdout.fnmatch_lines(["patch.diff::F1[[]e2[]] FAILED*"])
     junit = (pytester.path / "j.xml").read_text()
     assert 'name="F1[e2]"' in junit and "<failure" in junit
-    again = pytester.runpytest_subprocess(*args, "--lf")
+    again = pytester.runpytest(*args, "--lf")
     again.assert_outcomes(failed=1)
-    picked = pytester.runpytest_subprocess(*args, "-k", "F3")
+    picked = pytester.runpytest(*args, "-k", "F3")
     picked.assert_outcomes(passed=1, deselected=2)

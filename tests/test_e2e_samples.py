@@ -46,6 +46,13 @@ RUNS = [  # the longest first, so that two workers of this suite finish together
 # run is also run as under GitHub Actions (annotations, a job summary), the others not.
 GITHUB = ("textstats", "median-drops-guard")
 
+# --critic22-reruns=2, as the golden reports were recorded ("fails on patched (2/2 runs)",
+# "flaky: failed 1 of 2 runs"; median-drops-guard's annotations quote the first). propkit's
+# cases have no golden report and expect statuses that one run gives: hidden-change's two
+# verified properties are not run a second time (a frozen counterexample failing again on
+# every run is tests/test_property.py's).
+RERUNS = {"propkit": 1}
+
 
 @pytest.mark.parametrize(("sample", "case"), RUNS)
 def test_sample_case_gives_the_expected_outcomes(
@@ -64,7 +71,7 @@ def test_sample_case_gives_the_expected_outcomes(
         *case_args(sample, case),
         f"--critic22-report={report}",
         f"--critic22-sarif={sarif}",
-        "--critic22-reruns=2",
+        f"--critic22-reruns={RERUNS.get(sample, 2)}",
         *want.get("args", []),
     )
     result.assert_outcomes(**want["outcomes"])

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_critic22.gitio import git
 from pytest_critic22.mine import driver
+from pytest_critic22.mine.probe import probe_commit
 from pytest_critic22.mine.select import MineSettings
 from pytest_critic22.sandbox import resolve
 
@@ -122,11 +123,12 @@ def run_cli(*args: str) -> tuple[int, str]:
 def mined(
     history: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """``critic22 mine REPO --out ... --jobs 1 --oracle DIR``, once for the module."""
+    """``critic22 mine REPO --out ... --jobs 2 --oracle DIR``, once for the module (the
+    interrupted run, in one job, must give the same population)."""
     repo, _ = history
     out = tmp_path_factory.mktemp("mined")
     code, err = run_cli(
-        "mine", str(repo), "--out", str(out / "population.json"), "--jobs", "1",
+        "mine", str(repo), "--out", str(out / "population.json"), "--jobs", "2",
         "--cache", str(out / "cache"), "--oracle", str(out / "oracle"),
     )  # fmt: skip
     return {
@@ -218,6 +220,7 @@ def scored(mined: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> d
     with contextlib.redirect_stdout(stdout):
         code, err = run_cli(
             "ab", str(out / "all.json"), "--critic", f"replay:{out / 'oracle'}", "--jobs", "1",
+            "--critic22-reruns", "1",  # not about confirming a failure: one run is enough
             "--cache", str(work / "cache"), "--json", str(work / "ab.json"),
         )  # fmt: skip
     truth = {
@@ -260,9 +263,15 @@ def test_the_ground_truth_critic_replayed_verifies_every_defect_and_rejects_no_g
     assert "label check" not in scored["stdout"]
 
 
-def test_an_interrupted_run_resumes_without_redoing_finished_commits(
-    history: tuple[Path, dict[str, str]], mined: dict[str, Any], tmp_path: Path
+def test_an_interrupted_run_resumes_without_redoing_finished_commits_and_matches_two_jobs(
+    history: tuple[Path, dict[str, str]],
+    mined: dict[str, Any],
+    tmp_path: Path,
+    subtests: pytest.Subtests,
 ) -> None:
+    """One job, stopped by Ctrl-C (its KeyboardInterrupt) as the second commit is examined,
+    then run again: the commit finished before it is not examined again, and the population
+    is the one the module's run with two jobs gave (here every commit examined in one job)."""
     repo, commits = history
     settings = MineSettings()
     sandbox = resolve("auto")
@@ -272,29 +281,42 @@ def test_an_interrupted_run_resumes_without_redoing_finished_commits(
         if calls:
             raise KeyboardInterrupt  # Ctrl-C while the second commit is examined
         calls.append(job.candidate.commit)
-        return driver.probe_commit(job)
+        return probe_commit(job)
 
-    with pytest.raises(KeyboardInterrupt):
-        driver.mine(repo, settings=settings, cache_dir=tmp_path, sandbox=sandbox, probe=interrupted)
-    assert calls == [commits["average"]] and len(list(tmp_path.glob("*.json"))) == 1
-    assert not ours()
-    assert git(["worktree", "list", "--porcelain"], repo).stdout.count("worktree ") == 1
+    cache = tmp_path / "cache"
+    with subtests.test("Ctrl-C stops the run; the finished commit stays cached"):
+        with pytest.raises(KeyboardInterrupt):
+            driver.mine(
+                repo, settings=settings, cache_dir=cache, sandbox=sandbox, probe=interrupted
+            )
+        assert calls == [commits["average"]] and len(list(cache.glob("*.json"))) == 1
+        assert not ours()
+        assert git(["worktree", "list", "--porcelain"], repo).stdout.count("worktree ") == 1
 
     redone: list[str] = []
 
     def counting(job: Any) -> dict[str, Any]:
         redone.append(job.candidate.commit)
-        return driver.probe_commit(job)
+        return probe_commit(job)
 
-    run = driver.mine(repo, settings=settings, cache_dir=tmp_path, sandbox=sandbox, probe=counting)
-    assert (run.cached, run.examined) == (1, 2)
-    assert redone == [commits["median"], commits["pages"]]
-    assert [r["commit"] for r in run.kept] == [commits["pages"]]
-    population = _population(run, repo, tmp_path / "resumed.json")
-    assert population == _with_texts(mined["population"], mined["out"])
+    run = driver.mine(repo, settings=settings, cache_dir=cache, sandbox=sandbox, probe=counting)
+    with subtests.test("the run resumes without examining the finished commit again"):
+        assert (run.cached, run.examined) == (1, 2)
+        assert redone == [commits["median"], commits["pages"]]
+        assert [r["commit"] for r in run.kept] == [commits["pages"]]
+    with subtests.test("one job gives the population two jobs gave"):
+        assert "0 commits from the cache, 3 examined now" in mined["stderr"]  # two jobs
+        one = _population(run, repo, tmp_path / "population.json")
+        two = mined["population"]
+        assert one == two
+        for case in two["cases"]:
+            for key in ("patch", "spec"):
+                assert (tmp_path / case[key]).read_text() == (mined["out"] / case[key]).read_text()
+        assert not ours()
 
 
 def _population(run: driver.MineRun, repo: Path, out: Path) -> dict[str, Any]:
+    """What ``critic22 mine`` writes for ``run`` (its patches and specification beside it)."""
     from pytest_critic22.gitio import head_commit
     from pytest_critic22.mine.output import write_outputs
 
@@ -302,35 +324,8 @@ def _population(run: driver.MineRun, repo: Path, out: Path) -> dict[str, Any]:
         run, repo=repo, head=head_commit(repo), out=out, settings=MineSettings(), since=None,
         oracle=None,
     )  # fmt: skip
-    return _with_texts(json.loads(out.read_text()), out.parent)
-
-
-def _with_texts(document: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """The population with its patches and specification inline (they live beside it)."""
-    cases = [
-        {**case, **{key: (folder / case[key]).read_text() for key in ("patch", "spec")}}
-        for case in document["cases"]
-    ]
-    return {**document, "cases": cases}
-
-
-def test_two_jobs_give_the_same_population_as_one(
-    history: tuple[Path, dict[str, str]], mined: dict[str, Any], tmp_path: Path
-) -> None:
-    repo, _ = history
-    code, err = run_cli(
-        "mine", str(repo), "--out", str(tmp_path / "population.json"), "--jobs", "2",
-        "--cache", str(tmp_path / "cache"),
-    )  # fmt: skip
-    assert code == 0, err
-    two = json.loads((tmp_path / "population.json").read_text())
-    one = mined["population"]
-    assert two == one
-    for case in one["cases"]:
-        for key in ("patch", "spec"):
-            assert (tmp_path / case[key]).read_text() == (mined["out"] / case[key]).read_text()
-    assert "0 commits from the cache, 3 examined now" in err
-    assert not ours()
+    document: dict[str, Any] = json.loads(out.read_text())
+    return document
 
 
 @pytest.mark.parametrize(
