@@ -325,11 +325,10 @@ def _drop_nested_git(tree: Path) -> None:
     neither lists nor cleans such a path, so what a child put there would outlive every
     reset. A fresh worktree has none (submodules are not checked out)."""
     for folder, dirs, files in os.walk(tree):
-        for name in [*dirs, *files]:
-            path = Path(folder) / name
-            if name == ".git" and Path(folder) != tree:
-                _remove(path)
-        dirs[:] = [d for d in dirs if d != ".git"]
+        if ".git" in dirs or ".git" in files:
+            if Path(folder) != tree:
+                _remove(Path(folder) / ".git")
+            dirs[:] = [d for d in dirs if d != ".git"]
 
 
 def _forget_missing(repo: Path) -> None:

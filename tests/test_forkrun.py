@@ -143,6 +143,8 @@ def test_attempts_in_a_session_come_before_the_fresh_fork(tmp_path: Path) -> Non
     # the zygote confirms by exit status: both get their fresh fork, which starts clean
     (again,) = run.then
     assert again.status == "failed" and "calls 1 seen False" in again.output
+    (fresh,) = flaky[0].then
+    assert fresh.status == "failed"  # a new process: CALLS is empty again
 
 
 def test_a_session_cannot_forge_another_sessions_result(tmp_path: Path) -> None:
