@@ -30,7 +30,7 @@ from pytest_critic22.nodeids import GENERATED_PREFIX
 from pytest_critic22.runner import Case
 from pytest_critic22.verify import RunResult, RunStatus
 
-__all__ = ["Batcher", "Cancelled", "RunForked", "RunRequest", "split"]
+__all__ = ["Batcher", "Cancelled", "RunForked", "RunRequest", "Speculation", "split"]
 
 T = TypeVar("T")
 
@@ -70,10 +70,12 @@ RunChild = Callable[[Path, Sequence[str], int, int], tuple[RunResult, list[Case]
 RunForked = Callable[[Path, Sequence[RunRequest]], list[tuple[RunResult, list[Case]] | None]]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Slot:
     request: RunRequest
     result: RunResult | None = None
+    waiting: bool = False  # a procedure waits for this result (it is not working)
+    dropped: bool = False  # a speculative run nobody will read: not started if not yet
 
 
 @dataclass(slots=True)
@@ -84,11 +86,20 @@ class _Job(Generic[T]):
     done: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """A run started (or queued) for a procedure before it asked for it."""
+
+    slot: _Slot
+
+
 @dataclass(slots=True)
 class Stats:
     requests: int = 0
     children: int = 0  # merged runs started
     alone: int = 0  # requests run again alone
+    speculative: int = 0  # runs started beside a procedure's own, before it asked for them
+    wasted: int = 0  # speculative runs started and then not wanted
     groups: list[int] = field(default_factory=list)  # requests per merged run
 
 
@@ -104,6 +115,7 @@ class Batcher:
         self._cond = threading.Condition()
         self._active = 0  # procedures working (not waiting for a run, not done)
         self._pending: list[_Slot] = []
+        self._spare: list[_Slot] = []  # speculative requests not started yet
         self._cancelled = False
         self.stats = Stats()
 
@@ -115,14 +127,53 @@ class Batcher:
                 raise Cancelled
             self._pending.append(slot)
             self.stats.requests += 1
+            return self._await(slot)
+
+    def speculate(self, request: RunRequest) -> Speculation:
+        """Run this request beside the procedure's next one when that round of runs leaves a
+        CPU slot free; the procedure claims its result later (:meth:`claim`) or drops it.
+        A speculative run never waits for a slot another run could use: if none is free when
+        the round starts, it is only run once claimed, as an ordinary request."""
+        slot = _Slot(request)
+        with self._cond:
+            if self._cancelled:
+                raise Cancelled
+            self._spare.append(slot)
+        return Speculation(slot)
+
+    def claim(self, speculation: Speculation) -> RunResult:
+        """The speculative run's result: at once if it ran, else when it has."""
+        slot = speculation.slot
+        with self._cond:
+            if self._cancelled:
+                raise Cancelled
+            self.stats.requests += 1
+            if slot in self._spare:  # never started: an ordinary request now
+                self._spare.remove(slot)
+                self._pending.append(slot)
+            return self._await(slot)
+
+    def drop(self, speculation: Speculation) -> None:
+        """The procedure will not read it: not started if it has not been."""
+        slot = speculation.slot
+        with self._cond:
+            slot.dropped = True
+            if slot in self._spare:
+                self._spare.remove(slot)
+            elif slot.result is not None:  # it ran already (else: counted when it ends)
+                self.stats.wasted += 1
+
+    def _await(self, slot: _Slot) -> RunResult:
+        """(Lock held.) Wait, not working, until the slot's run is done."""
+        if slot.result is None:
+            slot.waiting = True
             self._active -= 1
             self._cond.notify_all()
             while slot.result is None and not self._cancelled:
                 self._cond.wait()
-            if self._cancelled and slot.result is None:
-                raise Cancelled
-            assert slot.result is not None
-            return slot.result
+        if slot.result is None:
+            raise Cancelled
+        return slot.result
 
     # -- called by the executor ------------------------------------------------------------
     def execute(self, works: Sequence[Callable[[], T]]) -> list[_Job[T]]:
@@ -147,6 +198,7 @@ class Batcher:
                         forked = self._run_forked is not None
                         groups = _grouped(self._pending, forked, self._parallel)
                         self._pending = []
+                        groups += self._take_spare(self._parallel - len(groups), forked)
                         for group in groups:
                             pool.submit(self._dispatch, group)
                     elif all(job.done for job in jobs):
@@ -181,7 +233,21 @@ class Batcher:
                 self._active -= 1
                 self._cond.notify_all()
 
+    def _take_spare(self, free: int, forked: bool) -> list[list[_Slot]]:
+        """(Lock held.) Speculative groups for the CPU slots this round leaves free."""
+        if free <= 0 or not self._spare:
+            return []
+        taken = _grouped(self._spare, forked, free)[:free]
+        started = {id(slot) for group in taken for slot in group}
+        self._spare = [slot for slot in self._spare if id(slot) not in started]
+        self.stats.speculative += len(started)
+        return taken
+
     def _dispatch(self, group: list[_Slot]) -> None:
+        with self._cond:  # a speculative run dropped while it queued is not started
+            group = [slot for slot in group if not slot.dropped]
+        if not group:
+            return
         try:
             results = self._run_group([slot.request for slot in group])
         except BaseException as exc:  # a bug here must not leave a procedure waiting
@@ -190,7 +256,11 @@ class Batcher:
         with self._cond:
             for slot, result in zip(group, results, strict=True):
                 slot.result = result
-                self._active += 1
+                if slot.waiting:  # its procedure works again
+                    slot.waiting = False
+                    self._active += 1
+                elif slot.dropped:
+                    self.stats.wasted += 1
             self._cond.notify_all()
 
     def _run_group(self, requests: list[RunRequest]) -> list[RunResult]:

@@ -30,7 +30,7 @@ from pytest_critic22.trees import TreeSet, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, RunResult, confirmation_runs, import_failure
 
 if TYPE_CHECKING:
-    from pytest_critic22.batching import Batcher, RunRequest
+    from pytest_critic22.batching import Batcher, RunRequest, Speculation
     from pytest_critic22.kinds.base import FindingLike, NotExecutable, Scope
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "ProcedureKind",
     "acceptance_test_of",
     "counterfactual_variant",
+    "drop_speculated",
     "environment_problem",
     "junit_key",
     "located_edits",
@@ -48,8 +49,11 @@ __all__ = [
     "run_child",
     "run_confirmed",
     "run_sessions",
+    "run_speculated",
     "run_tests",
     "scrubbed",
+    "speculate",
+    "speculates",
 ]
 
 
@@ -195,6 +199,39 @@ def prepare_args(
 def run_tests(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> RunResult:
     """Run these tests in ``tree``; node ids are checked data, never options or outside paths."""
     return _run(ctx, tree, nodeids, 1)
+
+
+def speculates(ctx: ExecutionContext) -> bool:
+    """Whether :func:`speculate` can start a run early: a batch to run it in, and more than
+    one CPU slot (with one, an early run only delays the procedure's own)."""
+    return ctx.batch is not None and ctx.slots > 1
+
+
+def speculate(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> Speculation | None:
+    """Start the run of these tests beside the procedure's next run, before it knows it
+    needs it (a counterfactual while the patched tree's run decides whether it is needed):
+    on a CPU slot that round of runs leaves free, else only once claimed. A run is a
+    deterministic execution of its own tree, so when it starts changes nothing it says.
+    None: it cannot (the procedure runs it when it needs it)."""
+    if ctx.batch is None or not speculates(ctx):
+        return None
+    if any(check_in_tree(nodeid, tree) for nodeid in nodeids):
+        return None  # refused when it is asked for, as any run
+    from pytest_critic22.batching import RunRequest
+
+    return ctx.batch.speculate(RunRequest(tree, tuple(nodeids)))
+
+
+def run_speculated(ctx: ExecutionContext, speculation: Speculation) -> RunResult:
+    """The speculative run's result (:func:`speculate`): at once if it ran, else when it has."""
+    assert ctx.batch is not None
+    return ctx.batch.claim(speculation)
+
+
+def drop_speculated(ctx: ExecutionContext, speculation: Speculation | None) -> None:
+    """A speculative run the procedure will not read: not started if it has not been."""
+    if speculation is not None and ctx.batch is not None:
+        ctx.batch.drop(speculation)
 
 
 def run_confirmed(

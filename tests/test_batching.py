@@ -198,6 +198,76 @@ def test_a_procedure_that_raises_is_reported_and_cancel_wakes_the_waiting(
         allow_children()
 
 
+# -- a counterfactual's run started beside the patched one -----------------------------------
+
+
+def two_trees(tmp_path: Path) -> tuple[Path, Path, list[tuple[str, ...]], RunChild]:
+    """A patched tree whose test fails, a counterfactual whose test passes, and a child
+    that records the node ids of every real run it makes."""
+    patched, counter = tmp_path / "patched", tmp_path / "counter"
+    for tree, body in ((patched, "assert 1 == 2"), (counter, "pass")):
+        tree.mkdir()
+        (tree / "test_claim.py").write_text(f"def test_claim():\n    {body}\n")
+    runs: list[tuple[str, ...]] = []
+    lock = threading.Lock()
+
+    def run(
+        t: Path, nodeids: Sequence[str], attempts: int, merged: int
+    ) -> tuple[RunResult, list[Case]]:
+        with lock:
+            runs.append((t.name, *nodeids))
+        return run_cases(t, list(nodeids), timeout=60, pythonpath=[t], attempts=attempts)
+
+    return patched, counter, runs, run
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_a_speculative_run_starts_only_on_a_free_slot_and_is_read_when_claimed(
+    tmp_path: Path, parallel: int
+) -> None:
+    patched, counter, runs, run = two_trees(tmp_path)
+    batcher = Batcher(run, parallel=parallel)
+    seen: list[str] = []
+
+    def procedure() -> RunResult:
+        early = batcher.speculate(RunRequest(counter, ("test_claim.py",)))
+        first = batcher.run(RunRequest(patched, ("test_claim.py",)))
+        seen.append(f"{first.status}, then claimed")
+        return batcher.claim(early)
+
+    (job,) = batcher.execute([procedure])
+    assert job.error is None and job.value is not None and job.value.status == "passed"
+    assert seen == ["failed, then claimed"]
+    # Two slots: the counterfactual ran in the patched run's round, claiming it ran nothing
+    # more. One slot: it waited for the claim, then ran as an ordinary request.
+    assert sorted(runs) == [("counter", "test_claim.py"), ("patched", "test_claim.py")]
+    assert batcher.stats.children == 2
+    assert batcher.stats.speculative == (1 if parallel == 2 else 0)
+    assert batcher.stats.requests == 2 and batcher.stats.wasted == 0
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_a_dropped_speculative_run_is_never_started_late(tmp_path: Path, parallel: int) -> None:
+    patched, counter, runs, run = two_trees(tmp_path)
+    (patched / "test_claim.py").write_text("def test_claim():\n    pass\n")  # refuted
+    batcher = Batcher(run, parallel=parallel)
+
+    def procedure() -> RunResult:
+        early = batcher.speculate(RunRequest(counter, ("test_claim.py",)))
+        first = batcher.run(RunRequest(patched, ("test_claim.py",)))
+        batcher.drop(early)  # the patched run passed: the counterfactual says nothing
+        return first
+
+    (job,) = batcher.execute([procedure])
+    assert job.value is not None and job.value.status == "passed"
+    if parallel == 2:  # started beside the patched run, then not wanted
+        assert sorted(runs) == [("counter", "test_claim.py"), ("patched", "test_claim.py")]
+        assert (batcher.stats.speculative, batcher.stats.wasted) == (1, 1)
+    else:  # no free slot in that round: never run
+        assert runs == [("patched", "test_claim.py")]
+        assert (batcher.stats.speculative, batcher.stats.wasted) == (0, 0)
+
+
 # -- the items' shared results -------------------------------------------------------------
 
 

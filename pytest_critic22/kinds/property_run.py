@@ -34,8 +34,11 @@ from pytest_critic22.procedures import (
     ExecutionContext,
     FindingResult,
     counterfactual_variant,
+    drop_speculated,
     environment_problem,
+    run_speculated,
     run_tests,
+    speculate,
 )
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, spawn_python
 from pytest_critic22.trees import TreeError, Variant, write_in_tree
@@ -203,13 +206,20 @@ def _replay(
 ) -> tuple[OutcomeKind, str, bool]:
     """The frozen example on both trees, reruns on patched: only this decides."""
     name = logs["counterfactual_tree"]
+    early = speculate(ctx, counter, [relative])  # beside the first replay, if a slot is free
     replays: list[RunResult] = []
-    for attempt in range(max(1, ctx.reruns)):
-        ctx.say(f"replay on patched {attempt + 1}/{max(1, ctx.reruns)}")
-        replays.append(run_tests(ctx, patched, [relative]))
-        if replays[-1].status != "failed":
-            break
+    try:
+        for attempt in range(max(1, ctx.reruns)):
+            ctx.say(f"replay on patched {attempt + 1}/{max(1, ctx.reruns)}")
+            replays.append(run_tests(ctx, patched, [relative]))
+            if replays[-1].status != "failed":
+                break
+    except BaseException:
+        drop_speculated(ctx, early)
+        raise
     logs["patched"] = [r.to_dict() for r in replays]
+    if not all(r.status == "failed" for r in replays):
+        drop_speculated(ctx, early)
     if replays[0].status == "passed":
         return (
             "refuted",
@@ -220,7 +230,7 @@ def _replay(
     on_counter = acceptance = None
     if all(r.status == "failed" for r in replays):
         ctx.say(f"replay on {name}")
-        on_counter = run_tests(ctx, counter, [relative])
+        on_counter = run_speculated(ctx, early) if early else run_tests(ctx, counter, [relative])
         logs["counterfactual"] = on_counter.to_dict()
         if on_counter.status == "passed" and ctx.acceptance:
             ctx.say(f"acceptance test on {name}")

@@ -21,10 +21,14 @@ from pytest_critic22.procedures import (
     ExecutionContext,
     FindingResult,
     counterfactual_variant,
+    drop_speculated,
     environment_problem,
     prepare_args,
     run_confirmed,
+    run_speculated,
     run_tests,
+    speculate,
+    speculates,
 )
 from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
@@ -156,10 +160,25 @@ def execute_on_trees(
         return FindingResult(
             finding_id, Outcome("inconclusive", f"cannot write the test: {exc}"), variant.name, logs
         )
-    patched_runs = run_confirmed(ctx, patched, args)
+    # The counterfactual's run starts beside the patched one when a CPU slot is free for it:
+    # a verified finding needs both, and the patched run alone decides whether it is read.
+    speculation = None
+    if speculates(ctx):
+        try:
+            early_tree = ctx.trees.get(variant)
+            early_args = prepare_args(finding_id, procedure, early_tree, ctx.test_dir)
+            speculation = speculate(ctx, early_tree, early_args)
+        except TreeError:
+            pass  # said below, if the counterfactual is needed
+    try:
+        patched_runs = run_confirmed(ctx, patched, args)
+    except BaseException:
+        drop_speculated(ctx, speculation)
+        raise
     logs["patched"] = [r.to_dict() for r in patched_runs]
     early = confirm_failure(patched_runs)
     if early is not None:
+        drop_speculated(ctx, speculation)
         blind = environment_problem(patched_runs[0], patched, patched_runs[0].status)
         if blind:
             early = Outcome("inconclusive", f"on the patched tree: {blind}", environment=True)
@@ -177,7 +196,10 @@ def execute_on_trees(
         return FindingResult(finding_id, outcome, variant.name, logs)
     ctx.say(f"counterfactual ({variant.name})")
     try:
-        counter = run_tests(ctx, tree, prepare_args(finding_id, procedure, tree, ctx.test_dir))
+        if speculation is not None:
+            counter = run_speculated(ctx, speculation)
+        else:
+            counter = run_tests(ctx, tree, prepare_args(finding_id, procedure, tree, ctx.test_dir))
     except TreeError as exc:
         outcome = Outcome("inconclusive", f"cannot write the test: {exc}")
         return FindingResult(finding_id, outcome, variant.name, logs)
