@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,10 +271,19 @@ def _no_user_namespaces() -> tuple[str, ...]:
     return ("--unshare-user", "--disable-userns") if done.returncode == 0 else ()
 
 
-@functools.cache
 def probe_fork_server() -> str | None:
     """None when bubblewrap can run a fork-server here (``--disable-userns`` needs
-    bubblewrap 0.8); else why not. Once per process."""
+    bubblewrap 0.8); else why not. Once per process: the trees' first fork-servers start
+    side by side, and the second waits for the first one's probe rather than probing too."""
+    with _FORK_PROBE:
+        return _probe_fork_server()
+
+
+_FORK_PROBE = threading.Lock()
+
+
+@functools.cache
+def _probe_fork_server() -> str | None:
     if not _no_user_namespaces():
         return "this bubblewrap cannot forbid user namespaces (--disable-userns: 0.8 or later)"
     return probe_bwrap() or _runs_python(fork_server=True)
