@@ -267,11 +267,12 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
     everything else that fails is recorded in the review's notes or problems.
     """
     from pytest_critic22.evidence_stage import decide_engage, gather_evidence
-    from pytest_critic22.trees import prune_stale
+    from pytest_critic22.trees import prune_orphans, prune_stale
 
     review = Review(inputs.patch_path, inputs.patch, inputs.packet, inputs.stripped, base)
     notes: list[str] = [svc.sandbox.note] if svc.sandbox.note else []
     stale = prune_stale(svc.repo, keep=svc.ledger.run_id)
+    prune_orphans()  # folders a killed run left for a repository deleted since
     if stale:
         notes.append(f"removed {len(stale)} stale worktree(s) of a crashed run")
     svc.trees.claim()

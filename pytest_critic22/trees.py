@@ -39,6 +39,7 @@ __all__ = [
     "TreeSet",
     "TreeSetupError",
     "Variant",
+    "prune_orphans",
     "prune_stale",
     "trees_root",
     "write_in_tree",
@@ -47,6 +48,7 @@ __all__ = [
 _READY = ".ready"  # beside the tree, so the tree holds only the code
 _OWNER = "owner.json"
 _LOCK = "worktree.lock"
+_REPOSITORY = "repository"  # in a repository's trees folder: the repository's path
 
 
 class TreeError(RuntimeError):
@@ -112,9 +114,13 @@ class TreeSet:
         return self.root / "slots"
 
     def claim(self) -> None:
-        """Mark the run's folder as owned by this (controller) process."""
+        """Mark the run's folder as owned by this (controller) process, and the repository's
+        folder with the repository's path (see :func:`prune_orphans`)."""
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / _OWNER).write_text(json.dumps(_identity(os.getpid())))
+        named = self.root.parent / _REPOSITORY
+        if not named.exists():
+            named.write_text(str(self.repo.resolve()), encoding="utf-8")
 
     def get(self, variant: Variant) -> Path:
         """The variant's tree, built by the first caller of the run (thread, process or xdist
@@ -402,6 +408,29 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
     with _repo_lock(root):  # never while the pool moves a tree's .git file
         git(["worktree", "prune"], repo, check=False)
     _remove_if_unused(root)
+    return removed
+
+
+def prune_orphans() -> list[str]:
+    """Remove the trees folders of repositories that no longer exist. A killed run's folder
+    is pruned by the next run on its repository (:func:`prune_stale`); once the repository
+    is deleted no such run comes, so any run removes it, when none of its runs' owners is
+    alive. Only this user's folders, and only those that name their repository."""
+    removed: list[str] = []
+    for root in sorted(Path(tempfile.gettempdir()).glob("critic22-trees-*")):
+        try:
+            if root.is_symlink() or not root.is_dir() or root.lstat().st_uid != os.getuid():
+                continue
+            repo = (root / _REPOSITORY).read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            continue
+        if not os.path.isabs(repo) or os.path.lexists(repo):
+            continue
+        with contextlib.suppress(OSError), _repo_lock(root):
+            if any(run.is_dir() and _owner_alive(run) for run in root.iterdir()):
+                continue
+            remove_tree(root)
+            removed.append(str(root))
     return removed
 
 

@@ -26,6 +26,7 @@ from pytest_critic22.trees import (
     TreeSet,
     TreeSetup,
     Variant,
+    prune_orphans,
     prune_stale,
     trees_root,
     write_in_tree,
@@ -268,6 +269,31 @@ def test_a_live_holders_tree_is_never_taken_and_a_dead_ones_is_reused(repo: Repo
     reused = repo.trees("run-after").get(Variant.base())
     assert same_tree(reused, pinned)
     assert not (reused / "written-by-the-killed-run.txt").exists()
+
+
+def test_a_killed_runs_folder_goes_once_its_repository_is_deleted(tmp_path: Path) -> None:
+    # Three repositories, each with a run that claimed its folder and built a tree.
+    repos = {name: Repo(tmp_path / name) for name in ("deleted", "kept", "running")}
+    runs = {name: repo.trees(f"run-{name}", warm=False) for name, repo in repos.items()}
+    for name, run in runs.items():
+        run.claim()
+        run.get(Variant.base())
+        if name != "running":  # killed: its owner is a PID no process can have
+            (run.root / "owner.json").write_text(json.dumps({"pid": 2**22 + 1, "start": "0"}))
+    roots = {name: trees_root(repo.path) for name, repo in repos.items()}
+    try:
+        shutil.rmtree(repos["deleted"].path)
+        shutil.rmtree(repos["running"].path)  # deleted under a run that is still alive
+        assert prune_orphans() == [str(roots["deleted"])]
+        assert not roots["deleted"].exists()
+        # A repository that exists prunes its own (prune_stale); a live run keeps its folder.
+        assert roots["kept"].is_dir() and roots["running"].is_dir()
+        assert prune_stale(repos["kept"].path) == [str(runs["kept"].root / "base")]
+        assert not roots["kept"].exists()
+    finally:
+        for name in ("deleted", "running"):
+            shutil.rmtree(roots[name], ignore_errors=True)
+        shutil.rmtree(repos["kept"].path / ".critic22", ignore_errors=True)
 
 
 def test_a_dead_holders_tree_is_freed_by_the_next_take_without_a_prune(repo: Repo) -> None:
