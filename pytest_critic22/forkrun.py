@@ -48,6 +48,8 @@ __all__ = ["ForkRequest", "run_forked"]
 
 _SOURCE = Path(__file__).with_name("zygote.py")
 _JUNIT = "/tmp/critic22-job/junit.xml"  # the zygote's JUNIT: in the session's private /tmp
+# Non-empty once a server gave no ready line: every later request runs as a child of its own.
+_NOT_STARTED: list[str] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ def run_forked(
     are the first run's. None: a child of its own must decide (see the module's docstring).
     """
     box = sandbox or default_sandbox()
-    if not box.isolated or not requests or probe_fork_server() is not None:
+    if not box.isolated or not requests or probe_fork_server() or _NOT_STARTED:
         return [None for _ in requests]
     if any(arg.startswith("@") for request in requests for arg in request.args):
         return [None for _ in requests]  # run_pytest refuses it, with its reason
@@ -108,7 +110,10 @@ def run_forked(
     spec = json.dumps({"jobs": jobs, "sweep": sweep}).encode("utf-8")
     _, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
     # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
-    done = _in_order(out.decode("utf-8", "replace").split("\n"), runs)
+    lines = out.decode("utf-8", "replace").split("\n")
+    if not lines[0].startswith('{"ready"'):  # never started here: the rest of the run won't
+        _NOT_STARTED.append(lines[0][:200])
+    done = _in_order(lines, runs)
     if done is None:
         return [None for _ in requests]
     return [

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,21 +271,13 @@ def _no_user_namespaces() -> tuple[str, ...]:
 
 
 def probe_fork_server() -> str | None:
-    """None when bubblewrap can run a fork-server here (``--disable-userns`` needs
-    bubblewrap 0.8); else why not. Once per process: the trees' first fork-servers start
-    side by side, and the second waits for the first one's probe rather than probing too."""
-    with _FORK_PROBE:
-        return _probe_fork_server()
-
-
-_FORK_PROBE = threading.Lock()
-
-
-@functools.cache
-def _probe_fork_server() -> str | None:
+    """None when this bubblewrap may run a fork-server: it can forbid user namespaces
+    (``--disable-userns``, 0.8 or later) and runs a Python child with our options; else why
+    not. Whether a server then starts is its own first line's to say
+    (:mod:`pytest_critic22.forkrun`): no probe of its own is spent on it."""
     if not _no_user_namespaces():
         return "this bubblewrap cannot forbid user namespaces (--disable-userns: 0.8 or later)"
-    return probe_bwrap() or _runs_python(fork_server=True)
+    return probe_bwrap()
 
 
 def hidden_folders() -> list[Path]:

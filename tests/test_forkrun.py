@@ -470,7 +470,7 @@ def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_for
     )
     old.chmod(0o755)
     monkeypatch.setenv("PATH", f"{old.parent}{os.pathsep}{os.environ['PATH']}")
-    for probe in (sandbox.probe_bwrap, sandbox._probe_fork_server, sandbox._no_user_namespaces):
+    for probe in (sandbox.probe_bwrap, sandbox._no_user_namespaces):
         probe.cache_clear()
     try:
         box = resolve("bwrap")
@@ -479,6 +479,6 @@ def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_for
         assert _run(tree, ForkRequest(("test_b.py",))) == [None]  # a child of its own
     finally:
         monkeypatch.undo()
-        for probe in (sandbox.probe_bwrap, sandbox._probe_fork_server, sandbox._no_user_namespaces):
+        for probe in (sandbox.probe_bwrap, sandbox._no_user_namespaces):
             probe.cache_clear()
     assert resolve("bwrap").note == ""
