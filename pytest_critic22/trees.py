@@ -48,6 +48,7 @@ __all__ = [
 _READY = ".ready"  # beside the tree, so the tree holds only the code
 _OWNER = "owner.json"
 _LOCK = "worktree.lock"
+_NOT_TREES = ("scratch", "slots")  # a run's folders that are not worktrees
 _REPOSITORY = "repository"  # in a repository's trees folder: the repository's path
 
 
@@ -129,6 +130,12 @@ class TreeSet:
             made = self._made.get(variant.name)
         if made is not None:
             return made
+        if variant.name != "base" and not any(variant.patches):
+            # The base's files (a counterfactual without a one-edit patch's only edit): its tree.
+            tree = self.get(Variant.base())
+            with self._made_lock:
+                self._made[variant.name] = tree
+            return tree
         ready = self.root / f"{variant.name}{_READY}"
         with self._lock():
             if not ready.exists():
@@ -216,7 +223,7 @@ class TreeSet:
                 with _repo_lock(self.root.parent):
                     self._pool().give_back([Path(os.readlink(c)) for c in links], self.root)
             for child in sorted(self.root.iterdir()):
-                if child.is_dir() and not child.is_symlink():
+                if child.is_dir() and not child.is_symlink() and child.name not in _NOT_TREES:
                     self._remove_tree(child)
             remove_tree(self.root)
         with _repo_lock(self.root.parent):  # never while the pool moves a tree's .git file
@@ -397,11 +404,7 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
                     pool.give_back([Path(os.readlink(link)) for link in links], run)
                 removed += [str(link) for link in links]
             for tree in sorted(run.iterdir()):
-                if (
-                    tree.is_dir()
-                    and not tree.is_symlink()
-                    and tree.name not in ("scratch", "slots")
-                ):
+                if tree.is_dir() and not tree.is_symlink() and tree.name not in _NOT_TREES:
                     git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
                     removed.append(str(tree))
             remove_tree(run)

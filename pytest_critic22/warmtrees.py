@@ -113,15 +113,22 @@ class WarmPool:
     def give_back(self, trees: Iterable[Path], holder: Path) -> int:
         """Reset ``holder``'s trees to their base, unregister them and keep them (within the
         bounds); a tree that is not ``holder``'s is left alone. Returns how many came back."""
-        count = 0
+        held: list[tuple[str, dict[str, Any]]] = []
         for tree in trees:
             if tree.parent != self.folder:
                 continue
             meta = self._read(tree.name)
             if meta is None or meta.get("holder") != str(holder):
                 continue
-            self._release(tree.name, meta)
-            count += 1
+            held.append((tree.name, meta))
+        count = len(held)
+        if count > 1:  # each reset is git in a worktree of its own: side by side
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(count, os.cpu_count() or 1)) as pool:
+                list(pool.map(lambda entry: self._release(*entry), held))
+        elif held:
+            self._release(*held[0])
         if count:
             _forget_missing(self.repo)
             self._bound()

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_critic22.diffparse import parse_patch
 from pytest_critic22.gitio import commit_all, git, init_repo
 from pytest_critic22.sandbox import resolve
 from pytest_critic22.trees import (
+    _READY,
     TreeSet,
     TreeSetup,
     Variant,
@@ -150,6 +152,26 @@ def test_a_second_run_on_the_same_base_reuses_the_first_runs_tree(repo: Repo) ->
     assert same_tree(again, pinned)
     assert repo.registered() == 2
     assert git(["rev-parse", "HEAD"], again).stdout.strip() == repo.base
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_a_counterfactual_that_leaves_out_every_edit_is_the_base_tree(
+    repo: Repo, warm: bool
+) -> None:
+    patch = parse_patch(PATCH)
+    assert patch.edit_ids == ("e1", "e2")
+    trees = repo.trees("run-1", warm=warm)
+    base = trees.get(Variant.base())
+    # The base's files under another name: no second tree is built or reset for it.
+    assert trees.get(Variant.without(patch, ("e1", "e2"))) == base
+    assert sorted(p.name for p in trees.root.iterdir() if p.name.startswith(("base", "w"))) == [
+        "base",
+        f"base{_READY}",
+    ]
+    without_one = trees.get(Variant.without(patch, ("e1",)))
+    assert without_one != base and (without_one / "pkg" / "added.py").is_file()
+    trees.remove_all()
+    assert repo.registered() == 1
 
 
 def test_a_reused_tree_has_nothing_left_of_the_previous_run(repo: Repo) -> None:
