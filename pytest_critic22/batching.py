@@ -130,10 +130,11 @@ class Batcher:
             return self._await(slot)
 
     def speculate(self, request: RunRequest) -> Speculation:
-        """Run this request beside the procedure's next one when that round of runs leaves a
-        CPU slot free; the procedure claims its result later (:meth:`claim`) or drops it.
-        A speculative run never waits for a slot another run could use: if none is free when
-        the round starts, it is only run once claimed, as an ordinary request."""
+        """Run this request beside the procedure's next one when that round of runs leaves one
+        of this batcher's ``parallel`` slots free; the procedure claims its result later
+        (:meth:`claim`) or drops it (:meth:`drop`). If no slot is free when the round starts,
+        it runs only once claimed, as an ordinary request. (Under xdist each worker has a
+        batcher of its own: a speculative run may then queue for a machine-wide CPU slot.)"""
         slot = _Slot(request)
         with self._cond:
             if self._cancelled:
