@@ -108,10 +108,12 @@ def run_forked(
     child["CRITIC22_SANDBOX"] = box.mode
     sweep = [str(folder) for folder in hidden_folders()]  # the sandbox's writable tmpfs
     spec = json.dumps({"jobs": jobs, "sweep": sweep}).encode("utf-8")
-    _, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
+    code, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
     # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
     lines = out.decode("utf-8", "replace").split("\n")
-    if not lines[0].startswith('{"ready"'):  # never started here: the rest of the run won't
+    if code is not None and code > 0 and not lines[0].startswith('{"ready"'):
+        # It exited by itself before it was ready (not killed, not out of time): no server
+        # starts here, and the rest of this process's requests go to children of their own.
         _NOT_STARTED.append(lines[0][:200])
     done = _in_order(lines, runs)
     if done is None:

@@ -24,7 +24,7 @@ from pytest_critic22.nodeids import (
     is_nodeid,
 )
 from pytest_critic22.progress import step
-from pytest_critic22.runner import Case, cpu_slot, detect_pythonpath, run_cases
+from pytest_critic22.runner import Case, cpu_slot, default_sandbox, detect_pythonpath, run_cases
 from pytest_critic22.sandbox import Sandbox
 from pytest_critic22.trees import TreeSet, Variant, write_in_tree
 from pytest_critic22.verify import Outcome, RunResult, confirmation_runs, import_failure
@@ -202,9 +202,13 @@ def run_tests(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> RunR
 
 
 def speculates(ctx: ExecutionContext) -> bool:
-    """Whether :func:`speculate` can start a run early: a batch to run it in, and more than
-    one CPU slot (with one, an early run only delays the procedure's own)."""
-    return ctx.batch is not None and ctx.slots > 1
+    """Whether :func:`speculate` can start a run early: a batch to run it in, more than one
+    CPU slot (with one, an early run only delays the procedure's own), and a sandbox that
+    gives each child its own network and /tmp (under rlimits a test and its twin on the
+    other tree, side by side, could take the same port or lock file)."""
+    if ctx.batch is None or ctx.slots <= 1:
+        return False
+    return (ctx.sandbox or default_sandbox()).isolated
 
 
 def speculate(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> Speculation | None:

@@ -50,6 +50,7 @@ _OWNER = "owner.json"
 _LOCK = "worktree.lock"
 _NOT_TREES = ("scratch", "slots")  # a run's folders that are not worktrees
 _REPOSITORY = "repository"  # in a repository's trees folder: the repository's path
+_ORPHAN_AGE = 3600.0  # seconds without a change before a deleted repository's folder goes
 
 
 class TreeError(RuntimeError):
@@ -418,7 +419,9 @@ def prune_orphans() -> list[str]:
     """Remove the trees folders of repositories that no longer exist. A killed run's folder
     is pruned by the next run on its repository (:func:`prune_stale`); once the repository
     is deleted no such run comes, so any run removes it, when none of its runs' owners is
-    alive. Only this user's folders, and only those that name their repository."""
+    alive and nothing in it changed for an hour (an owner in another PID namespace sharing
+    this temp folder looks dead from here). Only this user's folders, and only those that
+    name their repository."""
     removed: list[str] = []
     for root in sorted(Path(tempfile.gettempdir()).glob("critic22-trees-*")):
         try:
@@ -427,10 +430,11 @@ def prune_orphans() -> list[str]:
             repo = (root / _REPOSITORY).read_text(encoding="utf-8")
         except (OSError, ValueError):
             continue
-        if not os.path.isabs(repo) or os.path.lexists(repo):
+        if not os.path.isabs(repo) or os.path.lexists(repo) or _young(root, _ORPHAN_AGE):
             continue
         with contextlib.suppress(OSError), _repo_lock(root):
-            if any(run.is_dir() and _owner_alive(run) for run in root.iterdir()):
+            runs = [run for run in root.iterdir() if run.is_dir()]
+            if any(_owner_alive(run) or _young(run, _ORPHAN_AGE) for run in runs):
                 continue
             remove_tree(root)
             removed.append(str(root))

@@ -232,7 +232,9 @@ class WarmPool:
             shutil.copy2(admin / "index", self.folder / (name + _INDEX))
             dotgit.unlink()
         except FAILURES:
-            self._discard(name)
+            # Unregistered by the caller's prune, once every tree is released: a prune here
+            # could catch another tree released beside this one between its two .git writes.
+            self._discard(name, registered=False)
             return
         self._write(name, {"base": meta["base"], "used": time.time(), "holder": None})
 
