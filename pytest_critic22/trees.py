@@ -416,12 +416,9 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
 
 
 def prune_orphans() -> list[str]:
-    """Remove the trees folders of repositories that no longer exist. A killed run's folder
-    is pruned by the next run on its repository (:func:`prune_stale`); once the repository
-    is deleted no such run comes, so any run removes it, when none of its runs' owners is
-    alive and nothing in it changed for an hour (an owner in another PID namespace sharing
-    this temp folder looks dead from here). Only this user's folders, and only those that
-    name their repository."""
+    """Remove the trees folders (only this user's, naming their repository) of deleted
+    repositories, which no :func:`prune_stale` will come for: when no run's owner is alive
+    and nothing changed for an hour (an owner in another PID namespace looks dead here)."""
     removed: list[str] = []
     for root in sorted(Path(tempfile.gettempdir()).glob("critic22-trees-*")):
         try:
