@@ -183,13 +183,15 @@ def _add_run(group: pytest.OptionGroup) -> None:
     group.addoption(
         "--critic22-rerun-mode",
         dest="critic22_rerun_mode",
-        choices=("inprocess", "process"),
+        choices=("inprocess", "fresh-last", "process"),
         default="inprocess",
-        help="how tests run and a failing one is confirmed: 'inprocess' (default): under "
-        "bubblewrap the critic's tests run as sessions of one fork-server child per tree, "
-        "each in a fresh fork, a failure confirmed by fresh forks; other tests re-execute a "
-        "failure in the same child with fresh function fixtures, all runs but the last, which "
-        "is a fresh child; 'process': a fresh child pytest for every run",
+        help="how tests run and a failing one is confirmed (--critic22-reruns runs in all): "
+        "'inprocess' (default): a failing test is executed again in the same process with "
+        "fresh function fixtures (under bubblewrap the critic's tests run as sessions of one "
+        "fork-server child per tree, each in a fresh fork); 'fresh-last': the same, but the "
+        "last confirmation is a fresh process (a fresh fork, or a fresh child), which no "
+        "state a failed attempt left behind can reach; 'process': a fresh child pytest for "
+        "every run",
     )
     group.addoption(
         "--critic22-fresh-trees",

@@ -76,7 +76,7 @@ class ExecutionContext:
     checks: Any = None  # the run's CheckRegistry (static: checks)
     # Where the kinds say each step (see pytest_critic22.progress); None: silent.
     progress: Callable[[str], None] | None = None
-    rerun_mode: str = "inprocess"  # how a failure is confirmed: inprocess | process
+    rerun_mode: str = "inprocess"  # how a failure is confirmed: inprocess | fresh-last | process
     # Merges this procedure's runs with its peers' by tree (pytest_critic22.batching);
     # None: every run is a child of its own.
     batch: Batcher | None = None
@@ -243,21 +243,27 @@ def run_confirmed(
 ) -> list[RunResult]:
     """Run these tests; when they fail, confirm the failure ``ctx.reruns`` times in all.
 
-    A failing test is first executed again in the same process with fresh function fixtures
-    (``reruns - 1`` attempts in all): a test that stops failing there is flaky at the price
-    of one run. A failure that held in process is confirmed once more by a fresh process,
-    the last of the ``reruns`` runs, since state a failed attempt left in the process
-    (module globals, caches, wider fixtures) can make the next attempt fail too. For the
-    critic's tests under a fork-server (:mod:`pytest_critic22.forkrun`) that process is a
-    fresh fork (the first run's ``then``); otherwise, and for the runs a fork-server did not
-    get to, it is a fresh child. ``--critic22-rerun-mode=process`` starts a fresh child for
-    every run. Either way one run per attempt is returned, and a test that fails once and
+    ``--critic22-rerun-mode``:
+
+    - ``inprocess`` (the default): a failing test is executed again in the same process
+      with fresh function fixtures, ``reruns`` attempts in all: one that stops failing is
+      flaky at the price of one run.
+    - ``fresh-last``: the same, but the last of the ``reruns`` runs is a fresh process,
+      since state a failed attempt left in the process (module globals, caches, wider
+      fixtures) can make the next attempt fail too. For the critic's tests under a
+      fork-server (:mod:`pytest_critic22.forkrun`) that process is a fresh fork (the first
+      run's ``then``); otherwise it is a fresh child.
+    - ``process``: a fresh child for every run.
+
+    A run a child did not complete in process (a timeout, a crash) is confirmed by fresh
+    children. Either way one run per attempt is returned, and a test that fails once and
     passes once is a flaky result (:func:`pytest_critic22.verify.confirm_failure`).
     """
     times = max(1, ctx.reruns)
     runs: list[RunResult] = []
     if ctx.rerun_mode != "process" and times > 1:
-        inside = times - 1 if times > 2 else 1
+        # attempts in the first session; fresh-last leaves the last to a fresh process
+        inside = times if ctx.rerun_mode == "inprocess" else max(1, times - 1)
         ctx.say(f"{label} (a failure is confirmed {times}x)")
         # a fork-server's sessions: the first (with its attempts), then fresh forks
         first = _run(ctx, tree, nodeids, inside, confirm=times - inside + 1)

@@ -50,7 +50,7 @@ class ReviewOptions:
     max_findings: int = 20
     timeout: float = 120.0  # one procedure run
     reruns: int = 3
-    rerun_mode: str = "inprocess"  # inprocess | process
+    rerun_mode: str = "inprocess"  # inprocess | fresh-last | process
     fresh_trees: bool = False  # --critic22-fresh-trees
     pythonpath: tuple[str, ...] = ()  # folders relative to a tree (empty: detect)
     acceptance: str | None = None

@@ -9,13 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, split
 from pytest_critic22.childplugins import BLOCKABLE, blocked_plugins, installed_plugins
 from pytest_critic22.itembatch import ItemBatch, ResultStore
-from pytest_critic22.procedures import FindingResult
+from pytest_critic22.procedures import ExecutionContext, FindingResult, run_confirmed
 from pytest_critic22.runner import Case, allow_children, run_cases, run_pytest
 from pytest_critic22.verify import Outcome, RunResult, confirm_failure, confirmation_runs
 
@@ -92,6 +93,55 @@ def test_each_attempt_gets_fresh_function_fixtures(tmp_path: Path) -> None:
 def test_without_attempts_a_failure_is_one_run() -> None:
     run = RunResult("failed", "", 1, 0.1, {"t::a": "failed"})
     assert confirmation_runs(run, 3) == [run]  # the caller confirms with fresh runs then
+
+
+STICKY = """\
+import pathlib
+
+CALLS = []
+
+def test_sticky():
+    CALLS.append(1)
+    marker = pathlib.Path("failed-once")
+    first = not marker.exists()
+    marker.write_text("x")
+    # fails the first time ever, and again in a process where it ran before (state it left)
+    assert not first and len(CALLS) == 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "statuses"),
+    [
+        ("inprocess", ["failed", "failed", "failed"]),  # every attempt in the first child
+        ("fresh-last", ["failed", "failed", "passed"]),  # the last a fresh child: clean
+        ("process", ["failed", "passed"]),  # a fresh child each
+    ],
+)
+def test_the_rerun_mode_decides_where_a_failure_is_confirmed(
+    tmp_path: Path, mode: str, statuses: list[str]
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "test_s.py").write_text(STICKY)
+    (tmp_path / "slots").mkdir()
+    ctx = ExecutionContext(
+        patch=cast(Any, None),
+        trees=cast(Any, None),
+        timeout=60,
+        reruns=3,
+        slots=1,
+        slot_dir=tmp_path / "slots",
+        pythonpath=(str(tree),),
+        rerun_mode=mode,
+    )
+    runs = run_confirmed(ctx, tree, ["test_s.py"])
+    assert [r.status for r in runs] == statuses, [r.output for r in runs]
+    outcome = confirm_failure(runs)
+    if mode == "inprocess":  # what a failed attempt left behind fails the next one too
+        assert outcome is None
+    else:
+        assert outcome is not None and outcome.reason.startswith("flaky")
 
 
 # -- merging and splitting ---------------------------------------------------------------
