@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -47,6 +48,10 @@ from pytest_critic22.verify import RunResult
 __all__ = ["ForkRequest", "run_forked"]
 
 _SOURCE = Path(__file__).with_name("zygote.py")
+_PRESESSION = Path(__file__).with_name("presession.py")
+# Whether sessions start from one configuration the zygote prepared (presession.py) when
+# their jobs allow it; tests and benchmarks turn it off to compare.
+PREPARE = True
 _JUNIT = "/tmp/critic22-job/junit.xml"  # the zygote's JUNIT: in the session's private /tmp
 # Non-empty once a server gave no ready line: every later request runs as a child of its own.
 _NOT_STARTED: list[str] = []
@@ -107,7 +112,17 @@ def run_forked(
     child = child_env(base_env, pythonpath, home=CHILD_HOME, tmp=CHILD_TMP, pass_env=box.pass_env)
     child["CRITIC22_SANDBOX"] = box.mode
     sweep = [str(folder) for folder in hidden_folders()]  # the sandbox's writable tmpfs
-    spec = json.dumps({"jobs": jobs, "sweep": sweep}).encode("utf-8")
+    order: dict[str, Any] = {"jobs": jobs, "sweep": sweep}
+    if PREPARE and _one_configuration(requests):
+        # every job's arguments but for its test files and attempts: one configuration
+        order["presession"] = {
+            "source": _PRESESSION.read_text(encoding="utf-8"),
+            "args": pytest_args(_JUNIT, (), blocked, 1, requests[0].args),
+            "timeout": timeout,
+        }
+        for job, request, k in zip(jobs, requests, tries, strict=True):
+            job.update(files=list(request.args), attempts=k)
+    spec = json.dumps(order).encode("utf-8")
     code, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
     # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
     lines = out.decode("utf-8", "replace").split("\n")
@@ -121,6 +136,19 @@ def run_forked(
     return [
         _result(done.get(index, []), timeout, k, blocked, base_env) for index, k in enumerate(tries)
     ]
+
+
+def _one_configuration(requests: Sequence[ForkRequest]) -> bool:
+    """Whether pytest would make one configuration for all of these sessions: only test
+    files (node ids), all in one folder, so the same rootdir, ini file and initial conftest
+    files (presession.py makes it once)."""
+    folders = set()
+    for request in requests:
+        for arg in request.args:
+            if arg.startswith("-"):
+                return False
+            folders.add(posixpath.dirname(arg.split("::", 1)[0]))
+    return len(folders) == 1
 
 
 def _in_order(lines: Sequence[str], runs: Sequence[int]) -> dict[int, list[dict[str, Any]]] | None:

@@ -27,6 +27,12 @@ early and the caller runs the rest as children of their own. A job's sessions ar
 run, then fresh forks confirming while it fails (exit status 1), up to ``runs``; each has
 its own time limit, after which it is killed.
 
+When every job would make the same pytest configuration (``presession`` in its input), the
+zygote makes it once, after its ready line, and each session starts from a copy of it
+(:mod:`pytest_critic22.presession`): then the project's initial ``conftest.py`` files are
+imported here, once, as a separate child imports them before its session. A configuration
+a fork could not copy faithfully ends the batch instead.
+
 Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...]}``. Standard
 output: a first line ``{"ready": true}``, then a line per session: ``{"job": I, "run": K,
 "code": C or null, "seconds": S, "junit": XML, "output": TEXT}``; ``{"broken": WHY}`` when a
@@ -92,6 +98,13 @@ def main() -> int:
         _emit(results, {"broken": str(exc)})
         return 0
     _emit(results, {"ready": True})
+    prepared = None
+    if isinstance(spec.get("presession"), dict):
+        prepared, why = _prepare(spec["presession"], folders)
+        if prepared is None or _inherited() != inherited or _layout(folders) != layout:
+            _emit(results, {"broken": why or "the configuration changed the sandbox"})
+            return 0
+        gc.freeze()
     for index, job in enumerate(spec.get("jobs", [])):
         for run in range(max(1, int(job.get("runs", 1)))):
             try:
@@ -99,7 +112,7 @@ def main() -> int:
                     raise _Broken("a session changed what the next one would inherit")
                 if _layout(folders) != layout:
                     raise _Broken("a session changed /dev or a folder's owner, mode or xattrs")
-                done = _session(job, home, folders)
+                done = _session(job, home, folders, prepared)
             except (_Broken, OSError, RecursionError) as exc:
                 _emit(results, {"broken": str(exc)})
                 return 0
@@ -142,7 +155,22 @@ def _emit(stream: Any, record: dict[str, Any]) -> None:
     stream.flush()
 
 
-def _session(job: dict[str, Any], home: str, folders: list[str]) -> dict[str, Any]:
+def _prepare(presession: dict[str, Any], folders: list[str]) -> tuple[Any, str]:
+    """(run, prepared configuration) from presession.py's ``prepare``, or (None, why not)."""
+    try:
+        namespace: dict[str, Any] = {"__name__": "critic22_presession"}
+        exec(compile(str(presession["source"]), "<critic22-presession>", "exec"), namespace)
+        args = [str(arg) for arg in presession["args"]]
+        _as_pytest_main(args)
+        config, why = namespace["prepare"](args, folders, float(presession["timeout"]))
+    except Exception as exc:
+        return None, f"no configuration prepared: {type(exc).__name__}"
+    return ((namespace["run"], config) if config is not None else None), why
+
+
+def _session(
+    job: dict[str, Any], home: str, folders: list[str], prepared: Any = None
+) -> dict[str, Any]:
     """One session in a fresh fork: its exit status (None: killed at its time limit), time,
     JUnit report and output tail, as the session sent them through its pipe."""
     timeout = float(job.get("timeout", 60))
@@ -154,7 +182,7 @@ def _session(job: dict[str, Any], home: str, folders: list[str]) -> dict[str, An
     if pid == 0:
         try:
             os.close(read_end)
-            _job(write_end, job, home)
+            _job(write_end, job, home, prepared)
         finally:
             os._exit(3)
     os.close(write_end)
@@ -370,7 +398,7 @@ def _remove_ipc() -> None:
                     getattr(_libc, call)(int(fields[1]), 0, None)
 
 
-def _job(result: int, job: dict[str, Any], home: str) -> None:
+def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
     """The session: its own process group and session, the zygote's descriptors closed."""
     code = 3
     _close_all_but(result)
@@ -389,7 +417,16 @@ def _job(result: int, job: dict[str, Any], home: str) -> None:
     os.dup2(out, 2)
     os.close(out)
     try:
-        code = _pytest_main(list(job["args"]))
+        args = [str(arg) for arg in job["args"]]
+        _as_pytest_main(args)
+        if prepared is None:
+            import pytest
+
+            code = int(pytest.main(args))
+        else:
+            run, config = prepared
+            files = [str(name) for name in job["files"]]
+            code = run(config, args, files, int(job.get("attempts", 1)))
     except BaseException:
         import traceback
 
@@ -416,8 +453,8 @@ def _close_all_but(keep: int) -> None:
                 os.close(fd)
 
 
-def _pytest_main(args: list[str]) -> int:
-    """``python -m pytest ARGS`` as far as the session can tell: its ``sys.argv`` and a
+def _as_pytest_main(args: list[str]) -> None:
+    """``python -m pytest ARGS`` as far as a session can tell: its ``sys.argv`` and a
     ``__main__`` that is pytest's, not the zygote's."""
     import importlib.util
     import types
@@ -430,7 +467,6 @@ def _pytest_main(args: list[str]) -> int:
     module.__spec__ = importlib.util.find_spec("pytest.__main__")
     sys.modules["__main__"] = module
     sys.argv = [main_file, *args]
-    return int(pytest.main(args))
 
 
 def _send(fd: int, record: dict[str, Any]) -> None:
