@@ -33,6 +33,9 @@ from pytest_critic22.verify import RunResult, RunStatus
 __all__ = ["Batcher", "Cancelled", "RunForked", "RunRequest", "Speculation", "split"]
 
 T = TypeVar("T")
+# The fewest sessions worth a fork-server of their own when a tree's are cut side by side: a
+# server's start (bubblewrap, Python, pytest's imports, its configuration) costs several.
+_MIN_SESSIONS = 8
 
 
 class Cancelled(Exception):
@@ -311,7 +314,9 @@ class Batcher:
 
 def _grouped(slots: list[_Slot], forked: bool, parallel: int) -> list[list[_Slot]]:
     """Slots by group key. With a fork-server, the generated requests of a tree share its
-    children (their sessions stay apart), cut in up to ``parallel`` groups side by side."""
+    children (their sessions stay apart), cut in up to ``parallel`` groups side by side, each
+    of at least ``_MIN_SESSIONS``: a fork-server's start costs about as much as a few of its
+    sessions, and a slot a short group leaves free can start another tree's speculative runs."""
     groups: dict[tuple[str, int, tuple[str, ...]], list[_Slot]] = {}
     for slot in slots:
         request = slot.request
@@ -321,7 +326,7 @@ def _grouped(slots: list[_Slot], forked: bool, parallel: int) -> list[list[_Slot
     chunks: list[list[_Slot]] = []
     for key, group in groups.items():
         if key[1] == -1 and len(group) > 1:
-            count = min(max(1, parallel), len(group))
+            count = min(max(1, parallel), max(1, len(group) // _MIN_SESSIONS))
             chunks += [group[i::count] for i in range(count)]
         else:
             chunks.append(group)

@@ -144,6 +144,25 @@ def test_the_rerun_mode_decides_where_a_failure_is_confirmed(
         assert outcome is not None and outcome.reason.startswith("flaky")
 
 
+def test_a_fork_server_gets_a_tree_sessions_unless_too_few_to_share_between_two() -> None:
+    """A fork-server's start costs several sessions: a tree's generated requests are cut in
+    side-by-side groups only when each group gets at least _MIN_SESSIONS of them, which
+    leaves the other slot to another tree's (speculative) runs."""
+    from pytest_critic22.batching import _MIN_SESSIONS, _grouped, _Slot
+
+    def slots(tree: str, count: int) -> list[_Slot]:
+        return [
+            _Slot(RunRequest(Path(tree), (f"tests/test_critic22_f{i}.py",))) for i in range(count)
+        ]
+
+    few, many = slots("/p", _MIN_SESSIONS * 2 - 1), slots("/p", _MIN_SESSIONS * 2)
+    assert [len(g) for g in _grouped(few, True, 2)] == [_MIN_SESSIONS * 2 - 1]
+    assert [len(g) for g in _grouped(many, True, 2)] == [_MIN_SESSIONS, _MIN_SESSIONS]
+    assert len(_grouped(many, True, 1)) == 1
+    # without a fork-server every generated module has a child of its own
+    assert len(_grouped(few, False, 2)) == len(few)
+
+
 # -- merging and splitting ---------------------------------------------------------------
 
 
