@@ -113,7 +113,7 @@ def run_forked(
     child["CRITIC22_SANDBOX"] = box.mode
     sweep = [str(folder) for folder in hidden_folders()]  # the sandbox's writable tmpfs
     order: dict[str, Any] = {"jobs": jobs, "sweep": sweep}
-    if PREPARE and _one_configuration(requests):
+    if PREPARE and max(runs) == 1 and _one_configuration(tree, requests):
         # every job's arguments but for its test files and attempts: one configuration
         order["presession"] = {
             "source": _PRESESSION.read_text(encoding="utf-8"),
@@ -138,16 +138,19 @@ def run_forked(
     ]
 
 
-def _one_configuration(requests: Sequence[ForkRequest]) -> bool:
+def _one_configuration(tree: Path, requests: Sequence[ForkRequest]) -> bool:
     """Whether pytest would make one configuration for all of these sessions: only test
-    files (node ids), all in one folder, so the same rootdir, ini file and initial conftest
-    files (presession.py makes it once)."""
+    files (node ids) that exist, all in one folder, so the same rootdir, ini file and initial
+    conftest files (presession.py makes it once). Not when a session is confirmed by fresh
+    forks (``runs`` > 1): a random generator made on a conftest's import would be the same
+    in each, and a random failure would look like a steady one."""
     folders = set()
     for request in requests:
         for arg in request.args:
-            if arg.startswith("-"):
+            path = arg.split("::", 1)[0]
+            if arg.startswith("-") or not (tree / path).is_file():
                 return False
-            folders.add(posixpath.dirname(arg.split("::", 1)[0]))
+            folders.add(posixpath.dirname(path))
     return len(folders) == 1
 
 

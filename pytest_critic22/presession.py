@@ -9,15 +9,20 @@ all in one folder, and the number of attempts — the zygote makes it once (:fun
 and each session, a fresh fork, starts from a copy of it (:func:`run`): what a separate child
 would hold at that point, made by the same code in the same sandbox.
 
-What a fork cannot copy faithfully, it must not inherit. So the configuration is prepared
-without pytest's global capture (``--capture=no``: its temporary files would be one open file
-shared by every session), and each session starts pytest's own ``fd`` capture afresh, as a
-separate child does just before it loads the conftest files. And :func:`prepare` refuses,
-leaving the zygote to end the batch (its jobs then run as children of their own), when the
-preparation left anything a fork would not inherit as a separate child has it: a thread, a
-process, a new open descriptor, a file in the folders the zygote empties between sessions.
-It also refuses when this pytest lacks what :func:`run` needs, so that a session never fails
-on our adaptation instead of on its tests.
+pytest's global capture is running while it loads the conftest files, so a conftest that keeps
+a stream on import (``logging.basicConfig()``) keeps pytest's. A fork would share those
+capture files with every other fork (one open file each), so each session gives every capture
+file descriptor a file of its own, with what the preparation had captured, and points the
+saved descriptors at its own output (:func:`run`).
+
+What a fork cannot copy faithfully, it must not inherit. :func:`prepare` refuses, leaving the
+zygote to end the batch (its jobs then run as children of their own), when the preparation
+left anything a fork would not have as a separate child has it: a thread (native ones too), a
+process, a new open descriptor but pytest's capture files, a shared memory mapping (a
+``multiprocessing`` lock, an anonymous shared ``mmap``), a SysV IPC object, a signal handler,
+a file in the folders the zygote empties between sessions; when it took longer than a session
+may; and when this pytest lacks what :func:`run` needs, so that a session never fails on our
+adaptation instead of on its tests.
 """
 
 from __future__ import annotations
@@ -26,61 +31,127 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Sequence, Set
 from typing import Any
 
-# the capture option pytest's configuration is prepared with, and what each session restores
-_NO_CAPTURE = "--capture=no"
-_TAKES_VALUE = frozenset("kmcproWn")  # pytest's (and xdist's) short options with a value
+_PRINTED: list[bytes] = []  # what the preparation printed (its tail), for every session
+_PRINTED_TAIL = 64 * 1024  # the zygote sends a session's output tail of this size
 
 
 def prepare(args: Sequence[str], folders: Sequence[str], seconds: float) -> tuple[Any, str]:
     """(pytest's configuration for ``args``, "") or (None, why not). ``folders``: those the
     zygote empties between sessions, to be found as they were; ``seconds``: a session's time
-    limit, which the preparation gets too (a conftest that hangs on import)."""
+    limit, which the preparation gets too (a conftest that hangs on import ends the zygote:
+    its jobs then run as children of their own)."""
     import _pytest.config as config_module
     import pytest
 
-    fds = sorted(os.listdir("/proc/self/fd"))
-    threads = threading.active_count()
-    listing = _listing(folders)
+    before = _state(folders)
     old_version = os.environ.get("PYTEST_VERSION")
     os.environ["PYTEST_VERSION"] = pytest.__version__
     saved = os.dup(1), os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)  # what conftest files print on import goes nowhere (not unbounded)
-    os.dup2(null, 2)
-    os.close(null)
-    previous = signal.signal(signal.SIGALRM, _late)
-    signal.alarm(max(1, int(seconds)))
+    # what the preparation prints past pytest's capture (with -s, say) each session prints
+    printed = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 (closed in finally)
+    os.dup2(printed.fileno(), 1)
+    os.dup2(printed.fileno(), 2)
+    done = threading.Event()
+    watchdog = threading.Thread(target=_watch, args=(done, seconds), daemon=True)
+    watchdog.start()
     try:
-        config = config_module._prepareconfig([*args, _NO_CAPTURE], None, prog="pytest.main()")
+        config = config_module._prepareconfig(list(args), None, prog="pytest.main()")
     except BaseException as exc:  # a conftest that fails, exits or is interrupted
         cause = getattr(exc, "cause", None) or exc.__cause__  # a conftest's: what it raised
         because = f" ({type(cause).__name__})" if isinstance(cause, BaseException) else ""
         return None, f"pytest's configuration failed here: {type(exc).__name__}{because}"
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        done.set()
+        watchdog.join()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
-                stream.flush()  # into the null device, before it is put back
+                stream.flush()  # into that file, before 1 and 2 are put back
         for fd, copy in zip((1, 2), saved, strict=True):
             os.dup2(copy, fd)
             os.close(copy)
+        size = printed.seek(0, os.SEEK_END)
+        printed.seek(max(0, size - _PRINTED_TAIL))  # a session's output is read as a tail
+        _PRINTED[:] = [printed.read()]
+        printed.close()
+        _settle(before["threads"])
         if old_version is None:
             os.environ.pop("PYTEST_VERSION", None)
         else:
             os.environ["PYTEST_VERSION"] = old_version
-    why = _unfaithful(config, fds, threads, listing, folders)
-    if why:
-        return None, why
-    return config, ""
+    why = _unfaithful(config, before, _state(folders, capture_fds(config)))
+    return (None, why) if why else (config, "")
 
 
-def _late(signum: int, frame: object) -> None:
-    raise TimeoutError("the configuration took longer than a session may")
+def _watch(done: threading.Event, seconds: float) -> None:
+    if not done.wait(max(1.0, seconds)):
+        os._exit(0)  # the zygote gives no result: every request runs as a child of its own
+
+
+def _settle(threads: list[str]) -> None:
+    """Wait a moment for a joined thread to be gone from /proc too."""
+    for _ in range(200):
+        if sorted(os.listdir("/proc/self/task")) == threads:
+            return
+        time.sleep(0.005)
+
+
+def capture_fds(config: Any) -> set[int]:
+    """The descriptors of pytest's global capture (:func:`run` gives each session its own)."""
+    fds: set[int] = set()
+    for capture in _fd_captures(config):
+        fds |= {capture.targetfd_save, capture.tmpfile.fileno()}
+    return fds
+
+
+def _fd_captures(config: Any) -> list[Any]:
+    capman = config.pluginmanager.getplugin("capturemanager")
+    multi = getattr(capman, "_global_capturing", None)
+    found = [getattr(multi, name, None) for name in ("in_", "out", "err")]
+    return [capture for capture in found if hasattr(capture, "targetfd_save")]
+
+
+def _state(folders: Sequence[str], capture: Set[int] = frozenset()) -> dict[str, Any]:
+    """What a fork inherits that a separate child would not have as it is, as far as the
+    preparation can change it."""
+    handlers = {}
+    for number in signal.valid_signals():
+        with contextlib.suppress(ValueError, OSError):
+            handlers[int(number)] = signal.getsignal(number)
+    return {
+        "threads": sorted(os.listdir("/proc/self/task")),
+        "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+        "descriptors": sorted(
+            int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) not in capture
+        ),
+        "shared memory": sorted(_shared_mappings()),
+        "SysV IPC objects": [_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg")],
+        "signal handlers": handlers,
+        "files": _listing(folders),
+    }
+
+
+def _shared_mappings() -> list[str]:
+    found = []
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) > 1 and fields[1].endswith("s"):
+                found.append(line.strip())
+    return found
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
 
 
 def _listing(folders: Sequence[str]) -> list[str]:
@@ -104,79 +175,60 @@ def _listing(folders: Sequence[str]) -> list[str]:
     return sorted(found)
 
 
-def _unfaithful(
-    config: Any, fds: list[str], threads: int, listing: list[str], folders: Sequence[str]
-) -> str:
-    if threading.active_count() != threads:
-        return "the configuration started a thread"
-    if sorted(os.listdir("/proc/self/fd")) != fds:
-        return "the configuration left a descriptor open"
-    if _listing(folders) != listing:
-        return "the configuration left files in the folders emptied between sessions"
-    mine = str(os.getpid())
-    if any(p.isdigit() and p != mine for p in os.listdir("/proc")):
-        return "the configuration started a process"
-    if _names_capture([*config.getini("addopts"), *_split(os.environ.get("PYTEST_ADDOPTS"))]):
-        return "the configuration chooses its own capture method"
+def _unfaithful(config: Any, before: dict[str, Any], after: dict[str, Any]) -> str:
+    for what, value in before.items():
+        if after[what] != value:
+            return f"the configuration changed the zygote's {what}"
     capman = config.pluginmanager.getplugin("capturemanager")
     needed = (
         (config, ("args", "option", "known_args_namespace", "invocation_params", "hook")),
         (config, ("_ensure_unconfigure",)),
-        (capman, ("_method", "start_global_capturing", "suspend_global_capture")),
-        (capman, ("stop_global_capturing",)),
+        (capman, ("_global_capturing",)),
     )
     for owner, names in needed:
         if owner is None or not all(hasattr(owner, name) for name in names):
             return "this pytest's configuration is not the one a session can start from"
+    for capture in _fd_captures(config):
+        if not hasattr(capture, "targetfd") or not hasattr(capture.tmpfile, "fileno"):
+            return "this pytest's capture is not the one a session can start from"
     return ""
 
 
-def _split(text: str | None) -> list[str]:
-    import shlex
-
-    try:
-        return shlex.split(text or "")
-    except ValueError:
-        return ["-s"]  # unreadable: as if it chose
-
-
-def _names_capture(args: Sequence[str]) -> bool:
-    """Whether these options may choose a capture method (``-s``, ``--capture``). A short
-    option cluster is read up to its first option that takes a value (``-rs``: ``-r s``);
-    an unknown letter counts as a flag, so a doubt only costs the shared configuration."""
-    for arg in args:
-        if arg.startswith("--capture"):
-            return True
-        if arg.startswith("-") and not arg.startswith("--"):
-            for letter in arg[1:]:
-                if letter == "s":
-                    return True
-                if letter in _TAKES_VALUE:
-                    break
-    return False
+def own_output(config: Any) -> None:
+    """In the session's fork, once its descriptors 0-2 are its own: what the preparation
+    printed, printed; each capture file a file of its own, holding what the preparation
+    captured; each descriptor pytest saved to restore, the session's own."""
+    for data in _PRINTED:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view) :]
+    for capture in _fd_captures(config):
+        if capture.targetfd != 0:  # fd 0's "file" is the null device, read-only
+            held = capture.tmpfile.fileno()
+            with tempfile.TemporaryFile(buffering=0) as fresh:
+                offset = 0
+                while chunk := os.pread(held, 1 << 16, offset):
+                    fresh.write(chunk)
+                    offset += len(chunk)
+                os.dup2(fresh.fileno(), held)
+        os.dup2(capture.targetfd, capture.targetfd_save)
 
 
 def run(config: Any, args: Sequence[str], files: Sequence[str], attempts: int) -> int:
-    """One session from the prepared ``config``, in a fresh fork: ``args`` are the job's own
-    full arguments (what ``sys.argv`` and ``invocation_params`` say), ``files`` its test
-    files and ``attempts`` its ``--critic22-attempts``. Returns the exit status, as
-    ``pytest.main`` would."""
+    """One session from the prepared ``config``, in a fresh fork whose descriptors 0-2 are its
+    own (after :func:`own_output`): ``args`` are the job's own full arguments (what
+    ``sys.argv`` and ``invocation_params`` say), ``files`` its test files and ``attempts`` its
+    ``--critic22-attempts``. Returns the exit status, as ``pytest.main`` would."""
     import _pytest.config as config_module
     import pytest
 
     os.environ["PYTEST_VERSION"] = pytest.__version__
     for namespace in (config.option, config.known_args_namespace):
-        namespace.capture = "fd"
         namespace.file_or_dir = list(files)
     config.option.critic22_attempts = attempts
     config.args = list(files)
     params = config.invocation_params
     config.invocation_params = type(params)(args=list(args), plugins=params.plugins, dir=params.dir)
-    capman = config.pluginmanager.getplugin("capturemanager")
-    capman.stop_global_capturing()  # the zygote's, which captured nothing (--capture=no)
-    capman._method = "fd"
-    capman.start_global_capturing()
-    capman.suspend_global_capture()
     try:
         try:
             code = config.hook.pytest_cmdline_main(config=config)

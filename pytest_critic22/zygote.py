@@ -156,16 +156,17 @@ def _emit(stream: Any, record: dict[str, Any]) -> None:
 
 
 def _prepare(presession: dict[str, Any], folders: list[str]) -> tuple[Any, str]:
-    """(run, prepared configuration) from presession.py's ``prepare``, or (None, why not)."""
+    """(presession.py, its configuration, the descriptors of its capture), or (None, why)."""
     try:
         namespace: dict[str, Any] = {"__name__": "critic22_presession"}
         exec(compile(str(presession["source"]), "<critic22-presession>", "exec"), namespace)
         args = [str(arg) for arg in presession["args"]]
         _as_pytest_main(args)
         config, why = namespace["prepare"](args, folders, float(presession["timeout"]))
+        kept = namespace["capture_fds"](config) if config is not None else set()
     except Exception as exc:
         return None, f"no configuration prepared: {type(exc).__name__}"
-    return ((namespace["run"], config) if config is not None else None), why
+    return ((namespace, config, kept) if config is not None else None), why
 
 
 def _session(
@@ -401,7 +402,7 @@ def _remove_ipc() -> None:
 def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
     """The session: its own process group and session, the zygote's descriptors closed."""
     code = 3
-    _close_all_but(result)
+    _close_all_but({result, *(prepared[2] if prepared else ())})
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.setsid()
     with contextlib.suppress(OSError):
@@ -424,9 +425,10 @@ def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
 
             code = int(pytest.main(args))
         else:
-            run, config = prepared
+            presession, config, _ = prepared
+            presession["own_output"](config)
             files = [str(name) for name in job["files"]]
-            code = run(config, args, files, int(job.get("attempts", 1)))
+            code = presession["run"](config, args, files, int(job.get("attempts", 1)))
     except BaseException:
         import traceback
 
@@ -441,14 +443,14 @@ def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
     os._exit(code & 0xFF)
 
 
-def _close_all_but(keep: int) -> None:
+def _close_all_but(keep: set[int]) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
-        if fd > 2 and fd != keep:
+        if fd > 2 and fd not in keep:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
