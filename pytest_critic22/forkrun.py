@@ -100,8 +100,8 @@ def run_forked(
         }
         for request, n, k in zip(requests, runs, tries, strict=True)
     ]
-    # each session is timed inside; this is a backstop
-    overall = timeout * sum(n * k for n, k in zip(runs, tries, strict=True)) + 30
+    # each session is timed inside, and a configuration the zygote prepares; a backstop
+    overall = timeout * (sum(n * k for n, k in zip(runs, tries, strict=True)) + 1) + 30
     base_env = os.environ if env is None else env
     command = bwrap_argv(
         launcher_argv(["-c", _source()], int(overall) + 5, memory_bytes, max_processes),
@@ -167,7 +167,7 @@ def _in_order(lines: Sequence[str], runs: Sequence[int]) -> dict[int, list[dict[
             break  # the child was killed while writing
         if not isinstance(record, dict):
             return None
-        if "ready" in record:
+        if "ready" in record or "restarted" in record:  # a zygote that restarted says both
             continue
         if "broken" in record:
             break

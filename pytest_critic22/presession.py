@@ -37,18 +37,39 @@ import time
 from collections.abc import Sequence, Set
 from typing import Any
 
+
+def _prog() -> dict[str, str]:
+    import inspect
+
+    import _pytest.config as config_module
+
+    try:
+        named = inspect.signature(config_module._prepareconfig).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {"prog": "pytest.main()"} if "prog" in named else {}  # pytest 9.2 and later
+
+
+_PROG: dict[str, str] = {}  # how pytest.main calls _prepareconfig here
 _PRINTED: list[bytes] = []  # what the preparation printed (its tail), for every session
 _PRINTED_TAIL = 64 * 1024  # the zygote sends a session's output tail of this size
 
 
-def prepare(args: Sequence[str], folders: Sequence[str], seconds: float) -> tuple[Any, str]:
+def prepare(
+    args: Sequence[str], folders: Sequence[str], seconds: float, home: str
+) -> tuple[Any, str]:
     """(pytest's configuration for ``args``, "") or (None, why not). ``folders``: those the
     zygote empties between sessions, to be found as they were; ``seconds``: a session's time
     limit, which the preparation gets too (a conftest that hangs on import ends the zygote:
-    its jobs then run as children of their own)."""
+    its jobs then run as children of their own); ``home``: the sessions' HOME."""
     import _pytest.config as config_module
     import pytest
 
+    made = home.startswith("/tmp/") and not os.path.lexists(home)
+    if made:
+        os.makedirs(home)  # as a session finds it (the first sweep took it)
+    _PROG.clear()
+    _PROG.update(_prog())
     before = _state(folders)
     old_version = os.environ.get("PYTEST_VERSION")
     os.environ["PYTEST_VERSION"] = pytest.__version__
@@ -61,7 +82,7 @@ def prepare(args: Sequence[str], folders: Sequence[str], seconds: float) -> tupl
     watchdog = threading.Thread(target=_watch, args=(done, seconds), daemon=True)
     watchdog.start()
     try:
-        config = config_module._prepareconfig(list(args), None, prog="pytest.main()")
+        config = config_module._prepareconfig(list(args), None, **_PROG)
     except BaseException as exc:  # a conftest that fails, exits or is interrupted
         cause = getattr(exc, "cause", None) or exc.__cause__  # a conftest's: what it raised
         because = f" ({type(cause).__name__})" if isinstance(cause, BaseException) else ""
@@ -85,7 +106,47 @@ def prepare(args: Sequence[str], folders: Sequence[str], seconds: float) -> tupl
         else:
             os.environ["PYTEST_VERSION"] = old_version
     why = _unfaithful(config, before, _state(folders, capture_fds(config)))
+    if made:
+        with contextlib.suppress(OSError):
+            os.rmdir(home)  # each session makes it again, as it finds the zygote's sandbox
     return (None, why) if why else (config, "")
+
+
+def restart(
+    spec: dict[str, Any], results: int, environ: dict[str, str], cwd: str, mask: int
+) -> None:
+    """After a refused preparation, the zygote anew, without one: the same command (it is
+    PID 1 of its sandbox, which must stay), its input ``spec`` again, its results on standard
+    output, the environment, folder and umask it started with, every signal's default. The
+    new zygote empties the sandbox again (a process or a file the conftest files left) and
+    says it is ready a second time, which the controller skips. Returns only if the
+    ``execve`` fails."""
+    import json
+
+    data = memoryview(json.dumps({k: v for k, v in spec.items() if k != "presession"}).encode())
+    fd = os.memfd_create("critic22-spec", 0)
+    while data:
+        data = data[os.write(fd, data) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+    os.dup2(results, 1)
+    for number in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(number, signal.SIG_DFL)
+    os.umask(mask)
+    os.chdir(cwd)
+    os.execve(sys.executable, sys.orig_argv, environ)
+
+
+def outside(now: list[Any], then: list[Any], folders: Sequence[str]) -> bool:
+    """Whether two layouts (the zygote's: entries whose first item is the path) differ only
+    inside the folders a restarted zygote empties first."""
+
+    def kept(layout: list[Any]) -> list[Any]:
+        return [e for e in layout if not any(str(e[0]).startswith(f + "/") for f in folders)]
+
+    return kept(now) == kept(then)
 
 
 def _watch(done: threading.Event, seconds: float) -> None:
@@ -126,9 +187,7 @@ def _state(folders: Sequence[str], capture: Set[int] = frozenset()) -> dict[str,
     return {
         "threads": sorted(os.listdir("/proc/self/task")),
         "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
-        "descriptors": sorted(
-            int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) not in capture
-        ),
+        "descriptors": _descriptors(capture),
         "shared memory": sorted(_shared_mappings()),
         "SysV IPC objects": [_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg")],
         "signal handlers": handlers,
@@ -136,12 +195,22 @@ def _state(folders: Sequence[str], capture: Set[int] = frozenset()) -> dict[str,
     }
 
 
+def _descriptors(capture: Set[int]) -> list[tuple[int, int, int]]:
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if int(name) not in capture:
+                status = os.fstat(int(name))
+                found.append((int(name), status.st_dev, status.st_ino))
+    return sorted(found)
+
+
 def _shared_mappings() -> list[str]:
     found = []
     with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
         for line in maps:
             fields = line.split(None, 5)
-            if len(fields) > 1 and fields[1].endswith("s"):
+            if len(fields) > 1 and fields[1].endswith("s") and "w" in fields[1]:
                 found.append(line.strip())
     return found
 
@@ -210,8 +279,16 @@ def own_output(config: Any) -> None:
                 while chunk := os.pread(held, 1 << 16, offset):
                     fresh.write(chunk)
                     offset += len(chunk)
-                os.dup2(fresh.fileno(), held)
-        os.dup2(capture.targetfd, capture.targetfd_save)
+                os.dup2(fresh.fileno(), held, inheritable=False)
+        os.dup2(capture.targetfd, capture.targetfd_save, inheritable=False)
+
+
+def session(config: Any, args: Sequence[str], job: dict[str, Any]) -> int:
+    """A zygote's job (its ``files`` and ``attempts``) as a session in this fresh fork, whose
+    descriptors 0-2 are its own already."""
+    own_output(config)
+    files = [str(name) for name in job["files"]]
+    return run(config, args, files, int(job.get("attempts", 1)))
 
 
 def run(config: Any, args: Sequence[str], files: Sequence[str], attempts: int) -> int:

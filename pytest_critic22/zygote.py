@@ -27,11 +27,8 @@ early and the caller runs the rest as children of their own. A job's sessions ar
 run, then fresh forks confirming while it fails (exit status 1), up to ``runs``; each has
 its own time limit, after which it is killed.
 
-When every job would make the same pytest configuration (``presession`` in its input), the
-zygote makes it once, after its ready line, and each session starts from a copy of it
-(:mod:`pytest_critic22.presession`): then the project's initial ``conftest.py`` files are
-imported here, once, as a separate child imports them before its session. A configuration
-a fork could not copy faithfully ends the batch instead.
+With ``presession`` in its input, the sessions start from one pytest configuration the
+zygote made after its ready line (:mod:`pytest_critic22.presession`; refused: it restarts).
 
 Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...]}``. Standard
 output: a first line ``{"ready": true}``, then a line per session: ``{"job": I, "run": K,
@@ -67,6 +64,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def main() -> int:
     spec = json.loads(sys.stdin.buffer.read() or b"{}")
+    start = dict(os.environ), os.getcwd(), os.umask(0o022)  # what a restart starts from
+    os.umask(start[2])
     results = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -100,9 +99,8 @@ def main() -> int:
     _emit(results, {"ready": True})
     prepared = None
     if isinstance(spec.get("presession"), dict):
-        prepared, why = _prepare(spec["presession"], folders)
-        if prepared is None or _inherited() != inherited or _layout(folders) != layout:
-            _emit(results, {"broken": why or "the configuration changed the sandbox"})
+        prepared = _prepare(spec, folders, home, results, start, (inherited, layout))
+        if prepared is None:
             return 0
         gc.freeze()
     for index, job in enumerate(spec.get("jobs", [])):
@@ -155,18 +153,31 @@ def _emit(stream: Any, record: dict[str, Any]) -> None:
     stream.flush()
 
 
-def _prepare(presession: dict[str, Any], folders: list[str]) -> tuple[Any, str]:
-    """(presession.py, its configuration, the descriptors of its capture), or (None, why)."""
+def _prepare(
+    spec: dict[str, Any], folders: list[str], home: str, results: Any, start: Any, was: Any
+) -> Any:
+    """(presession.py, its configuration, its capture's descriptors), or None when the batch
+    ends (said). A refusal that left nothing a restart's sweep cannot undo (``was``: what a
+    fork inherits and the layout, as they were) restarts this zygote without one."""
+    namespace: dict[str, Any] = {"__name__": "critic22_presession"}
     try:
-        namespace: dict[str, Any] = {"__name__": "critic22_presession"}
-        exec(compile(str(presession["source"]), "<critic22-presession>", "exec"), namespace)
-        args = [str(arg) for arg in presession["args"]]
+        exec(compile(str(spec["presession"]["source"]), "<critic22-presession>", "exec"), namespace)
+        args = [str(arg) for arg in spec["presession"]["args"]]
         _as_pytest_main(args)
-        config, why = namespace["prepare"](args, folders, float(presession["timeout"]))
+        seconds = float(spec["presession"]["timeout"])
+        config, why = namespace["prepare"](args, folders, seconds, home)
         kept = namespace["capture_fds"](config) if config is not None else set()
     except Exception as exc:
-        return None, f"no configuration prepared: {type(exc).__name__}"
-    return ((namespace, config, kept) if config is not None else None), why
+        config, why = None, f"no configuration prepared: {type(exc).__name__}"
+    same, now = _inherited() == was[0], _layout(folders)
+    if config is not None and same and now == was[1]:
+        return namespace, config, kept
+    if config is None and same and namespace["outside"](now, was[1], folders):
+        _emit(results, {"restarted": why})
+        with contextlib.suppress(OSError):
+            namespace["restart"](spec, results.fileno(), *start)
+    _emit(results, {"broken": why or "the configuration changed the sandbox"})
+    return None
 
 
 def _session(
@@ -419,16 +430,8 @@ def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
     os.close(out)
     try:
         args = [str(arg) for arg in job["args"]]
-        _as_pytest_main(args)
-        if prepared is None:
-            import pytest
-
-            code = int(pytest.main(args))
-        else:
-            presession, config, _ = prepared
-            presession["own_output"](config)
-            files = [str(name) for name in job["files"]]
-            code = presession["run"](config, args, files, int(job.get("attempts", 1)))
+        main = _as_pytest_main(args).main  # sys.argv and __main__ are pytest's either way
+        code = int(main(args)) if not prepared else prepared[0]["session"](prepared[1], args, job)
     except BaseException:
         import traceback
 
@@ -455,9 +458,9 @@ def _close_all_but(keep: set[int]) -> None:
                 os.close(fd)
 
 
-def _as_pytest_main(args: list[str]) -> None:
+def _as_pytest_main(args: list[str]) -> Any:
     """``python -m pytest ARGS`` as far as a session can tell: its ``sys.argv`` and a
-    ``__main__`` that is pytest's, not the zygote's."""
+    ``__main__`` that is pytest's, not the zygote's. Returns pytest."""
     import importlib.util
     import types
 
@@ -469,6 +472,7 @@ def _as_pytest_main(args: list[str]) -> None:
     module.__spec__ = importlib.util.find_spec("pytest.__main__")
     sys.modules["__main__"] = module
     sys.argv = [main_file, *args]
+    return pytest
 
 
 def _send(fd: int, record: dict[str, Any]) -> None:

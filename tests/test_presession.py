@@ -58,6 +58,12 @@ MODULE = """
         logging.getLogger("x").warning("hello")
         assert capfd.readouterr().err == ""  # the handler writes to pytest's capture
 
+    def test_a_subprocess_inherits_no_capture_descriptor():
+        import subprocess
+        code = "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
+        run = subprocess.run([sys.executable, "-c", code], close_fds=False, capture_output=True)
+        assert max(eval(run.stdout)) <= 3  # 0-2 and the listing's own
+
     def test_stdin_is_not_readable():
         with pytest.raises(OSError):
             input()
@@ -161,6 +167,8 @@ UNFAITHFUL = {  # what the conftest does on import: why the zygote gives up (Non
 def test_a_configuration_a_fork_cannot_copy_is_not_shared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
+    """The zygote restarts without it (a fresh process image, the sandbox swept again) and
+    runs whole sessions; one that hangs ends the zygote, and children of their own decide."""
     code, why = UNFAITHFUL[case]
     tree = _tree(tmp_path, code + textwrap.dedent(CONFTEST))
     said: list[str] = []
@@ -172,11 +180,20 @@ def test_a_configuration_a_fork_cannot_copy_is_not_shared(
 
     monkeypatch.setattr(forkrun, "_in_order", reading)
     timeout = 5 if case == "hangs" else 60
-    assert _run(tree, True, monkeypatch, timeout) == [None, None]  # children of their own decide
+    results = _run(tree, True, monkeypatch, timeout)
     if why is None:  # the zygote ended at the session's limit, without a result
+        assert results == [None, None]
         assert not [line for line in said if line.startswith('{"job"')], said
-    else:
-        assert '"broken"' in said[1] and why in said[1], said[:2]
+        return
+    assert said[:3] == ['{"ready": true}', said[1], '{"ready": true}'], said[:3]
+    assert '"restarted"' in said[1] and why in said[1], said[1]
+    if case == "import-error":  # an error with plugins blocked: a child of its own, whole
+        assert results == [None, None]
+        return
+    for result in results:
+        assert result is not None
+        run = result[0]  # whole sessions: each imported the conftest itself
+        assert run.status == "failed" and "conftest imported by 1 " not in run.output
 
 
 def test_only_sessions_of_existing_files_in_one_folder_share_a_configuration(
