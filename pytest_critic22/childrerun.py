@@ -40,13 +40,30 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
     attempts = [outcome_of(reports)]
     while attempts[-1] == "failed" and len(attempts) < times:
-        attempts.append(outcome_of(runtestprotocol(item, nextitem=nextitem, log=False)))
+        attempts.append(outcome_of(_quiet_attempt(item, nextitem)))
     for report in reports:
         if report.when == "teardown":
             report.user_properties.append((ATTEMPTS, ",".join(attempts)))
         ihook.pytest_runtest_logreport(report=report)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+def _quiet_attempt(item: pytest.Item, nextitem: pytest.Item | None) -> list[TestReport]:
+    """An attempt after the first: only its outcome is read, never its reports' failure
+    text, so that text is not formatted (the traceback with its source: most of a failing
+    attempt's time). The item's own methods are back once it is done."""
+    shadowed = {"repr_failure": _untold, "_repr_failure_py": _untold}
+    vars(item).update(shadowed)
+    try:
+        return runtestprotocol(item, nextitem=nextitem, log=False)
+    finally:
+        for name in shadowed:
+            vars(item).pop(name, None)
+
+
+def _untold(excinfo: object, style: object = None) -> str:
+    return "(an attempt's failure: not formatted)"
 
 
 def outcome_of(reports: list[TestReport]) -> str:
