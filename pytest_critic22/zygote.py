@@ -172,7 +172,8 @@ def _prepare(
     same, now = _inherited() == was[0], _layout(folders)
     if config is not None and same and now == was[1]:
         return namespace, config, kept
-    if config is None and same and namespace["outside"](now, was[1], folders):
+    outside = namespace.get("outside")
+    if config is None and same and callable(outside) and outside(now, was[1], folders):
         _emit(results, {"restarted": why})
         with contextlib.suppress(OSError):
             namespace["restart"](spec, results.fileno(), *start)
