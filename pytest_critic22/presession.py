@@ -316,5 +316,10 @@ def run(config: Any, args: Sequence[str], files: Sequence[str], attempts: int) -
         finally:
             config._ensure_unconfigure()
     except pytest.UsageError as exc:
-        config_module.print_usage_error(exc, file=sys.stderr)
+        say = getattr(config_module, "print_usage_error", None)  # not in every pytest 8
+        if say is not None:
+            say(exc, file=sys.stderr)
+        else:
+            for message in exc.args:
+                sys.stderr.write(f"ERROR: {message}\n\n")
         return int(pytest.ExitCode.USAGE_ERROR)
