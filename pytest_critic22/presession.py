@@ -6,23 +6,23 @@ pytest making its configuration: registering some forty plugins, parsing the com
 marking modules for assertion rewriting, loading the initial ``conftest.py`` files. When
 every job of a batch would make the same one — the same arguments but for the test files,
 all in one folder, and the number of attempts — the zygote makes it once (:func:`prepare`),
-and each session, a fresh fork, starts from a copy of it (:func:`run`): what a separate child
+and each session, a fresh fork, starts from a copy of it (:func:`session`): what a separate child
 would hold at that point, made by the same code in the same sandbox.
 
 pytest's global capture is running while it loads the conftest files, so a conftest that keeps
 a stream on import (``logging.basicConfig()``) keeps pytest's. A fork would share those
 capture files with every other fork (one open file each), so each session gives every capture
 file descriptor a file of its own, with what the preparation had captured, and points the
-saved descriptors at its own output (:func:`run`).
+saved descriptors at its own output (:func:`own_output`).
 
-What a fork cannot copy faithfully, it must not inherit. :func:`prepare` refuses, leaving the
-zygote to end the batch (its jobs then run as children of their own), when the preparation
-left anything a fork would not have as a separate child has it: a thread (native ones too), a
-process, a new open descriptor but pytest's capture files, a shared memory mapping (a
-``multiprocessing`` lock, an anonymous shared ``mmap``), a SysV IPC object, a signal handler,
-a file in the folders the zygote empties between sessions; when it took longer than a session
-may; and when this pytest lacks what :func:`run` needs, so that a session never fails on our
-adaptation instead of on its tests.
+What a fork cannot copy faithfully, it must not inherit. :func:`prepare` refuses when the
+preparation failed or left anything a fork would not have as a separate child has it: a
+thread (native ones too), a process, a new open descriptor but pytest's capture files, a
+shared memory mapping (a ``multiprocessing`` lock, an anonymous shared ``mmap``), a SysV IPC
+object, a signal handler; and when this pytest lacks what :func:`session` needs, so that a
+session never fails on our adaptation instead of on its tests. The zygote refuses it too when
+its own sandbox changed (a file in the folders it empties, /dev, a limit), and then restarts
+without it (:func:`restart`). One that takes longer than a session may ends the zygote.
 """
 
 from __future__ import annotations
@@ -50,17 +50,13 @@ def _prog() -> dict[str, str]:
     return {"prog": "pytest.main()"} if "prog" in named else {}  # pytest 9.2 and later
 
 
-_PROG: dict[str, str] = {}  # how pytest.main calls _prepareconfig here
 _PRINTED: list[bytes] = []  # what the preparation printed (its tail), for every session
 _PRINTED_TAIL = 64 * 1024  # the zygote sends a session's output tail of this size
 
 
-def prepare(
-    args: Sequence[str], folders: Sequence[str], seconds: float, home: str
-) -> tuple[Any, str]:
-    """(pytest's configuration for ``args``, "") or (None, why not). ``folders``: those the
-    zygote empties between sessions, to be found as they were; ``seconds``: a session's time
-    limit, which the preparation gets too (a conftest that hangs on import ends the zygote:
+def prepare(args: Sequence[str], seconds: float, home: str) -> tuple[Any, str]:
+    """(pytest's configuration for ``args``, "") or (None, why not). ``seconds``: a session's
+    time limit, which the preparation gets too (a conftest that hangs on import ends the zygote:
     its jobs then run as children of their own); ``home``: the sessions' HOME."""
     import _pytest.config as config_module
     import pytest
@@ -68,9 +64,7 @@ def prepare(
     made = home.startswith("/tmp/") and not os.path.lexists(home)
     if made:
         os.makedirs(home)  # as a session finds it (the first sweep took it)
-    _PROG.clear()
-    _PROG.update(_prog())
-    before = _state(folders)
+    before = _state()
     old_version = os.environ.get("PYTEST_VERSION")
     os.environ["PYTEST_VERSION"] = pytest.__version__
     saved = os.dup(1), os.dup(2)
@@ -82,7 +76,7 @@ def prepare(
     watchdog = threading.Thread(target=_watch, args=(done, seconds), daemon=True)
     watchdog.start()
     try:
-        config = config_module._prepareconfig(list(args), None, **_PROG)
+        config = config_module._prepareconfig(list(args), None, **_prog())
     except BaseException as exc:  # a conftest that fails, exits or is interrupted
         cause = getattr(exc, "cause", None) or exc.__cause__  # a conftest's: what it raised
         because = f" ({type(cause).__name__})" if isinstance(cause, BaseException) else ""
@@ -105,7 +99,7 @@ def prepare(
             os.environ.pop("PYTEST_VERSION", None)
         else:
             os.environ["PYTEST_VERSION"] = old_version
-    why = _unfaithful(config, before, _state(folders, capture_fds(config)))
+    why = _unfaithful(config, before, _state(capture_fds(config)))
     if made:
         with contextlib.suppress(OSError):
             os.rmdir(home)  # each session makes it again, as it finds the zygote's sandbox
@@ -163,7 +157,8 @@ def _settle(threads: list[str]) -> None:
 
 
 def capture_fds(config: Any) -> set[int]:
-    """The descriptors of pytest's global capture (:func:`run` gives each session its own)."""
+    """The descriptors of pytest's global capture (:func:`own_output` gives each session its
+    own)."""
     fds: set[int] = set()
     for capture in _fd_captures(config):
         fds |= {capture.targetfd_save, capture.tmpfile.fileno()}
@@ -177,7 +172,7 @@ def _fd_captures(config: Any) -> list[Any]:
     return [capture for capture in found if hasattr(capture, "targetfd_save")]
 
 
-def _state(folders: Sequence[str], capture: Set[int] = frozenset()) -> dict[str, Any]:
+def _state(capture: Set[int] = frozenset()) -> dict[str, Any]:
     """What a fork inherits that a separate child would not have as it is, as far as the
     preparation can change it."""
     handlers = {}
@@ -191,7 +186,6 @@ def _state(folders: Sequence[str], capture: Set[int] = frozenset()) -> dict[str,
         "shared memory": sorted(_shared_mappings()),
         "SysV IPC objects": [_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg")],
         "signal handlers": handlers,
-        "files": _listing(folders),
     }
 
 
@@ -221,27 +215,6 @@ def _read(path: str) -> str:
             return handle.read()
     except OSError:
         return ""
-
-
-def _listing(folders: Sequence[str]) -> list[str]:
-    """Every path in these folders, not entering another file system (a tree mounted there)."""
-    found = []
-    for folder in folders:
-        try:
-            device = os.lstat(folder).st_dev
-        except OSError:
-            continue
-        for top, dirs, files in os.walk(folder):
-            found += [os.path.join(top, name) for name in files]
-            for name in list(dirs):
-                path = os.path.join(top, name)
-                found.append(path)
-                try:
-                    if os.lstat(path).st_dev != device:
-                        dirs.remove(name)
-                except OSError:
-                    dirs.remove(name)
-    return sorted(found)
 
 
 def _unfaithful(config: Any, before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -284,20 +257,17 @@ def own_output(config: Any) -> None:
 
 
 def session(config: Any, args: Sequence[str], job: dict[str, Any]) -> int:
-    """A zygote's job (its ``files`` and ``attempts``) as a session in this fresh fork, whose
-    descriptors 0-2 are its own already."""
-    own_output(config)
-    files = [str(name) for name in job["files"]]
-    return run(config, args, files, int(job.get("attempts", 1)))
-
-
-def run(config: Any, args: Sequence[str], files: Sequence[str], attempts: int) -> int:
-    """One session from the prepared ``config``, in a fresh fork whose descriptors 0-2 are its
-    own (after :func:`own_output`): ``args`` are the job's own full arguments (what
-    ``sys.argv`` and ``invocation_params`` say), ``files`` its test files and ``attempts`` its
-    ``--critic22-attempts``. Returns the exit status, as ``pytest.main`` would."""
+    """A zygote's job as a session from the prepared ``config``, in a fresh fork whose
+    descriptors 0-2 are its own already: ``args`` are the job's own full arguments (what
+    ``sys.argv`` and ``invocation_params`` say), its ``files`` the test files and its
+    ``attempts`` the ``--critic22-attempts``. Returns the exit status, as ``pytest.main``
+    would."""
     import _pytest.config as config_module
     import pytest
+
+    own_output(config)
+    files = [str(name) for name in job["files"]]
+    attempts = int(job.get("attempts", 1))
 
     os.environ["PYTEST_VERSION"] = pytest.__version__
     for namespace in (config.option, config.known_args_namespace):

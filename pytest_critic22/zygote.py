@@ -165,12 +165,14 @@ def _prepare(
         args = [str(arg) for arg in spec["presession"]["args"]]
         _as_pytest_main(args)
         seconds = float(spec["presession"]["timeout"])
-        config, why = namespace["prepare"](args, folders, seconds, home)
+        config, why = namespace["prepare"](args, seconds, home)
         kept = namespace["capture_fds"](config) if config is not None else set()
     except Exception as exc:
         config, why = None, f"no configuration prepared: {type(exc).__name__}"
     same, now = _inherited() == was[0], _layout(folders)
-    if config is not None and same and now == was[1]:
+    if config is not None and now != was[1]:  # a file, a mode: a fork would not make it
+        config, why = None, "the configuration changed the zygote's files"
+    if config is not None and same:
         return namespace, config, kept
     outside = namespace.get("outside")
     if config is None and same and callable(outside) and outside(now, was[1], folders):
