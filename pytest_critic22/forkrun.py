@@ -104,7 +104,7 @@ def run_forked(
     overall = timeout * (sum(n * k for n, k in zip(runs, tries, strict=True)) + 1) + 30
     base_env = os.environ if env is None else env
     command = bwrap_argv(
-        launcher_argv(["-c", _source()], int(overall) + 5, memory_bytes, max_processes),
+        launcher_argv(["-c", _source(_SOURCE)], int(overall) + 5, memory_bytes, max_processes),
         tree=tree,
         writable=(),
         fork_server=True,  # PID 1: nothing else in its namespace holds the results' pipe
@@ -116,7 +116,7 @@ def run_forked(
     if PREPARE and max(runs) == 1 and _one_configuration(tree, requests):
         # every job's arguments but for its test files and attempts: one configuration
         order["presession"] = {
-            "source": _PRESESSION.read_text(encoding="utf-8"),
+            "source": _source(_PRESESSION),
             "args": pytest_args(_JUNIT, (), blocked, 1, requests[0].args),
             "timeout": timeout,
         }
@@ -226,5 +226,5 @@ def _run(
 
 
 @functools.cache
-def _source() -> str:
-    return _SOURCE.read_text(encoding="utf-8")
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
