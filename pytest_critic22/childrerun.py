@@ -6,11 +6,19 @@ run protocol (``runtestprotocol``): function-scoped fixtures are torn down and s
 as a new process would do; only the first attempt is reported, and the attempts' outcomes
 travel with it as the JUnit property ``critic22_attempts`` (``failed,failed,passed``).
 
+``--critic22-attempt-timeout=S``: each attempt has S seconds, as each run of a test in a
+process of its own would have; an attempt that outlives them ends the process with status
+:data:`EXPIRED`, which the parent reads as "timed out" (a hang is not waited out N times).
+
 Every test also carries its node id as the property ``critic22_nodeid``: a child that runs
 several findings' tests at once has its results mapped back by node id, never by name.
 """
 
 from __future__ import annotations
+
+import _thread
+import os
+from collections.abc import Callable
 
 import pytest
 from _pytest.reports import TestReport
@@ -18,10 +26,14 @@ from _pytest.runner import runtestprotocol
 
 ATTEMPTS = "critic22_attempts"  # pytest_critic22.junit reads them by these names
 NODEID = "critic22_nodeid"
+EXPIRED = 124  # the exit status of a child whose attempt outlived its time (as timeout(1))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--critic22-attempts", dest="critic22_attempts", type=int, default=1)
+    parser.addoption(
+        "--critic22-attempt-timeout", dest="critic22_attempt_timeout", type=float, default=0.0
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -35,18 +47,40 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     times = int(item.config.getoption("critic22_attempts") or 1)
     if times <= 1:
         return None
+    limit = float(item.config.getoption("critic22_attempt_timeout") or 0.0)
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    reports = _timed(limit, lambda: runtestprotocol(item, nextitem=nextitem, log=False))
     attempts = [outcome_of(reports)]
     while attempts[-1] == "failed" and len(attempts) < times:
-        attempts.append(outcome_of(_quiet_attempt(item, nextitem)))
+        attempts.append(outcome_of(_timed(limit, lambda: _quiet_attempt(item, nextitem))))
     for report in reports:
         if report.when == "teardown":
             report.user_properties.append((ATTEMPTS, ",".join(attempts)))
         ihook.pytest_runtest_logreport(report=report)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+def _timed(limit: float, attempt: Callable[[], list[TestReport]]) -> list[TestReport]:
+    """One attempt; past ``limit`` seconds (0: none) the process ends with :data:`EXPIRED`.
+
+    The watchdog is a bare ``_thread``: ``threading.enumerate()`` and ``active_count()``,
+    which a test may count, do not see it."""
+    if limit <= 0:
+        return attempt()
+    done = _thread.allocate_lock()
+    done.acquire()
+    _thread.start_new_thread(_watch, (done, limit))
+    try:
+        return attempt()
+    finally:
+        done.release()
+
+
+def _watch(done: _thread.LockType, limit: float) -> None:
+    if not done.acquire(timeout=limit):
+        os._exit(EXPIRED)
 
 
 def _quiet_attempt(item: pytest.Item, nextitem: pytest.Item | None) -> list[TestReport]:

@@ -29,6 +29,7 @@ from typing import Any
 from pytest_critic22.junit import Case, interpret, parse_cases
 from pytest_critic22.runner import (
     default_sandbox,
+    expired,
     launcher_argv,
     pytest_args,
     scrubbed_tail,
@@ -94,7 +95,7 @@ def run_forked(
     tries = [max(1, request.attempts) for request in requests]
     jobs = [
         {
-            "args": pytest_args(_JUNIT, (), blocked, k, request.args),
+            "args": pytest_args(_JUNIT, (), blocked, k, request.args, timeout),
             "runs": n,
             "timeout": timeout * k,
         }
@@ -121,7 +122,7 @@ def run_forked(
             "timeout": timeout,
         }
         for job, request, k in zip(jobs, requests, tries, strict=True):
-            job.update(files=list(request.args), attempts=k)
+            job.update(files=list(request.args), attempts=k, attempt_timeout=timeout)
     spec = json.dumps(order).encode("utf-8")
     code, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
     # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
@@ -216,7 +217,7 @@ def _run(
     output = scrubbed_tail(str(record.get("output", "")).encode("utf-8"), environ)
     seconds = float(record.get("seconds") or 0.0)
     code = record.get("code")
-    if not isinstance(code, int):
+    if not isinstance(code, int) or expired(code, attempts, timeout):
         reason = f"timed out after {timeout:g}s" + (
             f" per run ({attempts} in one session)" if attempts > 1 else ""
         )

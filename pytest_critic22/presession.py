@@ -273,6 +273,7 @@ def session(config: Any, args: Sequence[str], job: dict[str, Any]) -> int:
     for namespace in (config.option, config.known_args_namespace):
         namespace.file_or_dir = list(files)
     config.option.critic22_attempts = attempts
+    config.option.critic22_attempt_timeout = float(job.get("attempt_timeout", 0.0))
     config.args = list(files)
     params = config.invocation_params
     config.invocation_params = type(params)(args=list(args), plugins=params.plugins, dir=params.dir)

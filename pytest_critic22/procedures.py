@@ -330,6 +330,7 @@ def run_child(
             sandbox=ctx.sandbox,
             scratch=ctx.scratch,
             attempts=attempts,
+            attempt_timeout=ctx.timeout,
             extra_args=["--continue-on-collection-errors"] if merged > 1 else [],
             # a merged run that errors is split and its unclean parts run alone instead
             retry_whole=merged <= 1,

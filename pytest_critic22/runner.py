@@ -172,9 +172,11 @@ def run_cases(
     trim_plugins: bool = True,
     extra_args: Sequence[str] = (),
     retry_whole: bool = True,
+    attempt_timeout: float = 0.0,
 ) -> tuple[RunResult, list[Case]]:
     """:func:`run_pytest`, with the per-test cases of its JUnit report (node ids, attempts,
-    failure texts): what a batch of several findings' tests is split by."""
+    failure texts): what a batch of several findings' tests is split by. With ``attempts``
+    > 1, ``attempt_timeout`` (seconds) bounds each attempt inside the child."""
     for arg in args:
         if arg.startswith("@"):
             reason = f"refused to run: {arg!r} would be read by pytest as a file of arguments"
@@ -193,7 +195,9 @@ def run_cases(
                 "-m",
                 *module,
                 "pytest",
-                *pytest_args(str(junit), plugins, block, attempts, [*extra_args, *args]),
+                *pytest_args(
+                    str(junit), plugins, block, attempts, [*extra_args, *args], attempt_timeout
+                ),
             ]
             code, out, seconds = spawn_python(
                 tree,
@@ -209,8 +213,10 @@ def run_cases(
                 scratch=scratch,
             )
             cases = read_cases(junit) if code is not None else []
-        if code is None:
-            return RunResult("error", _no_end(timeout, attempts), None, seconds, output=out), []
+        if code is None or expired(code, attempts, attempt_timeout):
+            # out of the child's time, or out of one attempt's (its watchdog ended it)
+            limit = timeout if code is None else attempt_timeout * attempts
+            return RunResult("error", _no_end(limit, attempts), None, seconds, output=out), []
         result = interpret(code, cases, out, seconds)
         if not (block and result.status == "error" and code in (1, 2, 3, 4, 5)):
             break
@@ -223,9 +229,11 @@ def pytest_args(
     blocked: Sequence[str],
     attempts: int,
     args: Sequence[str],
+    attempt_timeout: float = 0.0,
 ) -> list[str]:
     """A child's pytest arguments: our plugins in, the user's critic22 and the cache out,
     the blocked plugins out, results to the JUnit report ``junit``, then ``args``."""
+    timed = attempts > 1 and attempt_timeout > 0
     return [
         *[arg for name in plugins for arg in ("-p", name)],
         "-p",
@@ -236,6 +244,7 @@ def pytest_args(
         "-p",
         "pytest_critic22.childrerun",
         *([f"--critic22-attempts={attempts}"] if attempts > 1 else []),
+        *([f"--critic22-attempt-timeout={attempt_timeout:g}"] if timed else []),
         "-q",
         "-rN",
         f"--junitxml={junit}",
@@ -247,6 +256,13 @@ def pytest_args(
         *([] if "pytest_cov" in blocked else _no_measurement()),
         *args,
     ]
+
+
+def expired(code: int, attempts: int, attempt_timeout: float) -> bool:
+    """A child ended by its own watchdog: an attempt outlived ``attempt_timeout``."""
+    from pytest_critic22.childrerun import EXPIRED
+
+    return attempts > 1 and attempt_timeout > 0 and code == EXPIRED
 
 
 def _no_end(timeout: float, attempts: int) -> str:

@@ -181,6 +181,8 @@ def test_a_hung_critic_test_is_inconclusive_at_the_timeout(pytester: pytest.Pyte
     # Only the endless test runs under the short limit: a test that must finish within it on
     # a loaded machine would measure the machine, not the plugin. (What the child's
     # environment holds is tests/test_sandbox.py's and tests/test_runner.py's business.)
+    # Its three attempts share one session, and each has the limit: the hang ends after one
+    # (tests/test_runner.py shows that against a child whose own limit is endless).
     make_sample(pytester, "textstats")
     findings = pytester.path.parent / "f.json"
     findings.write_text(

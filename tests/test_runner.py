@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.runner import clean_env, detect_pythonpath, is_secret_name, run_pytest
+from pytest_critic22.runner import (
+    clean_env,
+    detect_pythonpath,
+    is_secret_name,
+    run_cases,
+    run_pytest,
+)
 from pytest_critic22.sandbox import Sandbox, bwrap_argv
 from tests.sandboxes import bwrap_or_skip, pids_with
 
@@ -86,6 +92,44 @@ def test_a_hung_test_and_its_stubborn_children_are_killed_at_the_timeout(
     assert result.status == "error" and result.reason == "timed out after 4s"
     assert elapsed < 60  # a hang bound, not a speed claim: the test itself sleeps 600 s
     assert _gone(marker)
+
+
+def test_a_hang_in_a_tests_first_attempt_ends_the_child_at_one_attempts_limit(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    """Attempts in one child: each has the time a process of its own would have, so a hang
+    is not waited out once per attempt. The child's own limit here is endless next to the
+    attempt's 2 s: without the attempt's limit this test fails, and only after 600 s."""
+    write_test(
+        tmp_path,
+        "import time\n\ndef test_hang():\n    time.sleep(900)\n\n"
+        "def test_fails():\n    assert False\n",
+    )
+    failing, _ = run_cases(
+        tmp_path,
+        ["test_probe.py::test_fails"],
+        timeout=600,
+        pythonpath=[tmp_path],
+        sandbox=sandbox,
+        attempts=3,
+        attempt_timeout=2,
+    )
+    assert failing.status == "failed"  # every attempt well within its limit: no watchdog
+    assert failing.attempts == {"test_probe::test_fails": ("failed", "failed", "failed")}
+    hung, cases = run_cases(
+        tmp_path,
+        ["test_probe.py::test_hang"],
+        timeout=600,
+        pythonpath=[tmp_path],
+        sandbox=sandbox,
+        attempts=3,
+        attempt_timeout=2,
+    )
+    assert (hung.status, hung.reason, cases) == (
+        "error",
+        "timed out after 2s per run (3 in one child)",
+        [],
+    )
 
 
 def _gone(marker: str) -> bool:
