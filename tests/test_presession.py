@@ -158,7 +158,7 @@ UNFAITHFUL = {  # what the conftest does on import: why the zygote gives up (Non
         "signal handlers",
     ),
     "import-error": ("import no_such_module_anywhere\n", "(ModuleNotFoundError)"),
-    "hangs": ("import time\nwhile True:\n    time.sleep(1)\n", None),  # a session's limit: 5 s
+    "hangs": ("import time\nwhile True:\n    time.sleep(1)\n", None),  # a session's limit: 3 s
 }
 
 
@@ -179,7 +179,7 @@ def test_a_configuration_a_fork_cannot_copy_is_not_shared(
         return in_order(lines, runs)
 
     monkeypatch.setattr(forkrun, "_in_order", reading)
-    timeout = 5 if case == "hangs" else 60
+    timeout = 3 if case == "hangs" else 60
     results = _run(tree, True, monkeypatch, timeout)
     if why is None:  # the zygote ended at the session's limit, without a result
         assert results == [None, None]
