@@ -29,6 +29,11 @@ NODEID = "critic22_nodeid"
 EXPIRED = 124  # the exit status of a child whose attempt outlived its time (as timeout(1))
 
 
+def expired(code: int, attempts: int, attempt_timeout: float) -> bool:
+    """A child ended by its own watchdog: an attempt outlived ``attempt_timeout``."""
+    return attempts > 1 and attempt_timeout > 0 and code == EXPIRED
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--critic22-attempts", dest="critic22_attempts", type=int, default=1)
     parser.addoption(

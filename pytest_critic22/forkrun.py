@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, parse_cases
 from pytest_critic22.runner import (
     default_sandbox,
-    expired,
     launcher_argv,
     pytest_args,
     scrubbed_tail,

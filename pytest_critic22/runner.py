@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pytest_critic22.childfiles import child_tempdir
+from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
     CHILD_HOME,
@@ -258,13 +259,6 @@ def pytest_args(
     ]
 
 
-def expired(code: int, attempts: int, attempt_timeout: float) -> bool:
-    """A child ended by its own watchdog: an attempt outlived ``attempt_timeout``."""
-    from pytest_critic22.childrerun import EXPIRED
-
-    return attempts > 1 and attempt_timeout > 0 and code == EXPIRED
-
-
 def _no_end(timeout: float, attempts: int) -> str:
     """Why a child gave no exit status: an interrupted batch, or the time limit (per run)."""
     if _STOPPED.is_set():
@@ -462,6 +456,12 @@ def tail_text(out: bytes | None, limit: int = 4000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
+# Slots given back in this process wake its waiters at once (the count: none is missed between
+# looking and waiting); another process's (an xdist worker's) are found by polling.
+_GIVEN_BACK = threading.Condition()
+_given_back = [0]
+
+
 @contextlib.contextmanager
 def cpu_slot(folder: Path, slots: int) -> Iterator[None]:
     """Hold one of ``slots`` machine-wide slots (file locks), so xdist workers times
@@ -472,6 +472,7 @@ def cpu_slot(folder: Path, slots: int) -> Iterator[None]:
     fds = []
     try:
         while True:
+            seen = _given_back[0]
             for index in range(max(1, slots)):
                 fd = os.open(folder / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
                 try:
@@ -483,8 +484,14 @@ def cpu_slot(folder: Path, slots: int) -> Iterator[None]:
                 break
             if fds:
                 break
-            time.sleep(0.05)
+            with _GIVEN_BACK:
+                if _given_back[0] == seen:
+                    _GIVEN_BACK.wait(0.05)
         yield
     finally:
         for fd in fds:
             os.close(fd)
+        if fds:
+            with _GIVEN_BACK:
+                _given_back[0] += 1
+                _GIVEN_BACK.notify_all()

@@ -336,3 +336,34 @@ def test_a_run_whose_tests_pass_is_passed_whatever_the_exit_status_says(
     write_test(tmp_path, "def test_a():\n    assert False\n")
     failed = run_pytest(tmp_path, ["test_probe.py"], timeout=60, pythonpath=[tmp_path])
     assert (failed.status, failed.note) == ("failed", "")
+
+
+def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waiter's condition here never times out: only the release's wake-up (or a slot
+    already given back when it looked) can get it the slot. Without them it waits forever,
+    and this test fails at the join's bound."""
+    import threading
+
+    from pytest_critic22 import runner
+
+    class NoPolling(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            return super().wait(None)
+
+    monkeypatch.setattr(runner, "_GIVEN_BACK", NoPolling())
+    held, got = threading.Event(), threading.Event()
+
+    def second() -> None:
+        held.wait()
+        with runner.cpu_slot(tmp_path, 1):
+            got.set()
+
+    waiter = threading.Thread(target=second, daemon=True)
+    waiter.start()
+    with runner.cpu_slot(tmp_path, 1):
+        held.set()
+        time.sleep(0.2)  # the waiter finds the slot taken (or, if slower, finds it free)
+    waiter.join(timeout=120)  # a hang bound, not a speed claim
+    assert got.is_set()
