@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib
 import json
 import os
 import resource
@@ -77,16 +78,15 @@ def main() -> int:
     # As PID 1, only signals it handles reach it from its namespace: Python's SIGINT is one.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     home = os.environ.get("HOME", "")
-    # What every session imports first: pytest and its built-in plugins. Nothing pytest may
-    # want to assert-rewrite (a third-party plugin, a conftest, this package) is imported.
-    import importlib
-
+    # What every session imports first: pytest and its built-ins, nothing it may assert-rewrite.
     import pytest  # noqa: F401
     from _pytest.config import default_plugins
 
     for name in default_plugins:
         with contextlib.suppress(Exception):
             importlib.import_module(f"_pytest.{name}")
+    with contextlib.suppress(Exception):  # its pattern is compiled here, not in every fork
+        sys.modules["_pytest.junitxml"].bin_xml_escape("")
     gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
     folders = [str(f) for f in spec.get("sweep", [])] + ["/dev/shm", "/dev/mqueue"]
     try:
