@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_critic22.junit import Case
 from pytest_critic22.runner import (
     clean_env,
     detect_pythonpath,
@@ -20,6 +21,7 @@ from pytest_critic22.runner import (
     run_pytest,
 )
 from pytest_critic22.sandbox import Sandbox, bwrap_argv
+from pytest_critic22.verify import RunResult
 from tests.sandboxes import bwrap_or_skip, pids_with
 
 SECRETS = {
@@ -105,26 +107,22 @@ def test_a_hang_in_a_tests_first_attempt_ends_the_child_at_one_attempts_limit(
         "import time\n\ndef test_hang():\n    time.sleep(900)\n\n"
         "def test_fails():\n    assert False\n",
     )
-    failing, _ = run_cases(
-        tmp_path,
-        ["test_probe.py::test_fails"],
-        timeout=600,
-        pythonpath=[tmp_path],
-        sandbox=sandbox,
-        attempts=3,
-        attempt_timeout=2,
-    )
+
+    def three_attempts(test: str) -> tuple[RunResult, list[Case]]:
+        return run_cases(
+            tmp_path,
+            [f"test_probe.py::{test}"],
+            timeout=600,
+            pythonpath=[tmp_path],
+            sandbox=sandbox,
+            attempts=3,
+            attempt_timeout=2,
+        )
+
+    failing, _ = three_attempts("test_fails")
     assert failing.status == "failed"  # every attempt well within its limit: no watchdog
     assert failing.attempts == {"test_probe::test_fails": ("failed", "failed", "failed")}
-    hung, cases = run_cases(
-        tmp_path,
-        ["test_probe.py::test_hang"],
-        timeout=600,
-        pythonpath=[tmp_path],
-        sandbox=sandbox,
-        attempts=3,
-        attempt_timeout=2,
-    )
+    hung, cases = three_attempts("test_hang")
     assert (hung.status, hung.reason, cases) == (
         "error",
         "timed out after 2s per run (3 in one child)",
