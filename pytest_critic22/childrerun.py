@@ -29,9 +29,10 @@ NODEID = "critic22_nodeid"
 EXPIRED = 124  # the exit status of a child whose attempt outlived its time (as timeout(1))
 
 
-def expired(code: int, attempts: int, attempt_timeout: float) -> bool:
-    """A child ended by its own watchdog: an attempt outlived ``attempt_timeout``."""
-    return attempts > 1 and attempt_timeout > 0 and code == EXPIRED
+def expired(code: int, attempts: int, attempt_timeout: float, reported: bool) -> bool:
+    """A child ended by its own watchdog: an attempt outlived ``attempt_timeout``. The
+    watchdog's exit writes no JUnit report; a test that made pytest exit 124 left one."""
+    return attempts > 1 and attempt_timeout > 0 and code == EXPIRED and not reported
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,12 +72,16 @@ def _timed(limit: float, attempt: Callable[[], list[TestReport]]) -> list[TestRe
     """One attempt; past ``limit`` seconds (0: none) the process ends with :data:`EXPIRED`.
 
     The watchdog is a bare ``_thread``: ``threading.enumerate()`` and ``active_count()``,
-    which a test may count, do not see it."""
+    which a test may count, do not see it (the OS does: Python 3.12+ warns that forking a
+    process with threads may deadlock). No thread to be had: the child's own limit holds."""
     if limit <= 0:
         return attempt()
     done = _thread.allocate_lock()
     done.acquire()
-    _thread.start_new_thread(_watch, (done, limit))
+    try:
+        _thread.start_new_thread(_watch, (done, limit))
+    except RuntimeError:  # out of threads (a process limit): the child's own limit holds
+        return attempt()
     try:
         return attempt()
     finally:

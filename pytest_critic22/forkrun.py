@@ -217,7 +217,7 @@ def _run(
     output = scrubbed_tail(str(record.get("output", "")).encode("utf-8"), environ)
     seconds = float(record.get("seconds") or 0.0)
     code = record.get("code")
-    if not isinstance(code, int) or expired(code, attempts, timeout):
+    if not isinstance(code, int) or expired(code, attempts, timeout, bool(record.get("junit"))):
         reason = f"timed out after {timeout:g}s" + (
             f" per run ({attempts} in one session)" if attempts > 1 else ""
         )

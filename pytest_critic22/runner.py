@@ -214,7 +214,8 @@ def run_cases(
                 scratch=scratch,
             )
             cases = read_cases(junit) if code is not None else []
-        if code is None or expired(code, attempts, attempt_timeout):
+            reported = junit.exists()
+        if code is None or expired(code, attempts, attempt_timeout, reported):
             # out of the child's time, or out of one attempt's (its watchdog ended it)
             limit = timeout if code is None else attempt_timeout * attempts
             return RunResult("error", _no_end(limit, attempts), None, seconds, output=out), []

@@ -104,8 +104,9 @@ def test_a_hang_in_a_tests_first_attempt_ends_the_child_at_one_attempts_limit(
     attempt's 2 s: without the attempt's limit this test fails, and only after 600 s."""
     write_test(
         tmp_path,
-        "import time\n\ndef test_hang():\n    time.sleep(900)\n\n"
-        "def test_fails():\n    assert False\n",
+        "import time\n\nimport pytest\n\ndef test_hang():\n    time.sleep(900)\n\n"
+        "def test_fails():\n    assert False\n\n"
+        "def test_exits():\n    pytest.exit('bye', returncode=124)\n",
     )
 
     def three_attempts(test: str) -> tuple[RunResult, list[Case]]:
@@ -122,6 +123,9 @@ def test_a_hang_in_a_tests_first_attempt_ends_the_child_at_one_attempts_limit(
     failing, _ = three_attempts("test_fails")
     assert failing.status == "failed"  # every attempt well within its limit: no watchdog
     assert failing.attempts == {"test_probe::test_fails": ("failed", "failed", "failed")}
+    # pytest's own exit status 124, with its report written: not the watchdog's
+    exits, _ = three_attempts("test_exits")
+    assert exits.status == "error" and "timed out" not in exits.reason, exits.reason
     hung, cases = three_attempts("test_hang")
     assert (hung.status, hung.reason, cases) == (
         "error",
