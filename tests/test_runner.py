@@ -343,15 +343,18 @@ def test_a_run_whose_tests_pass_is_passed_whatever_the_exit_status_says(
 def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The waiter's condition here never times out: only the release's wake-up (or a slot
-    already given back when it looked) can get it the slot. Without them it waits forever,
-    and this test fails at the join's bound."""
+    """The waiter's condition here never times out: only the release's wake-up can get it
+    the slot, and the slot is given back only once the waiter waits for it. Without the
+    wake-up it waits forever, and this test fails at the join's bound."""
     import threading
 
     from pytest_critic22 import runner
 
+    waiting = threading.Event()
+
     class NoPolling(threading.Condition):
         def wait(self, timeout: float | None = None) -> bool:
+            waiting.set()  # still holding the condition's lock: no release can slip by
             return super().wait(None)
 
     monkeypatch.setattr(runner, "_GIVEN_BACK", NoPolling())
@@ -366,6 +369,6 @@ def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
     waiter.start()
     with runner.cpu_slot(tmp_path, 1):
         held.set()
-        time.sleep(0.2)  # the waiter finds the slot taken (or, if slower, finds it free)
+        assert waiting.wait(timeout=120)  # a hang bound: the waiter found the slot taken
     waiter.join(timeout=120)  # a hang bound, not a speed claim
     assert got.is_set()
