@@ -92,11 +92,7 @@ def detect_pythonpath(tree: Path, override: Sequence[str] = ()) -> list[Path]:
     """Where the tree's code lives: ``src/`` when it has one, and the tree's root."""
     if override:
         return [tree / p for p in override]
-    paths = []
-    if (tree / "src").is_dir():
-        paths.append(tree / "src")
-    paths.append(tree)
-    return paths
+    return [tree / "src", tree] if (tree / "src").is_dir() else [tree]
 
 
 def run_pytest(
@@ -457,8 +453,13 @@ def tail_text(out: bytes | None, limit: int = 4000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-# Slots given back in this process wake its waiters at once (the count: none is missed between
-# looking and waiting); another process's (an xdist worker's) are found by polling.
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: ``taskset``, a cpuset), not the machine's."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# A slot given back here wakes this process's waiters at once (the count: none is missed);
+# another process's (an xdist worker's) are found by polling.
 _GIVEN_BACK = threading.Condition()
 _given_back = [0]
 

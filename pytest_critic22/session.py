@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +31,7 @@ from pytest_critic22.review import (
     read_inputs,
     sandbox_record,
 )
+from pytest_critic22.runner import usable_cpus
 from pytest_critic22.settings import ReviewOptions
 from pytest_critic22.trees import TreeSet
 from pytest_critic22.verify import Disposition, RunResult
@@ -338,7 +338,7 @@ class Critic22Plugin:
             # --critic22-rerun-mode=process: every run a child of its own, no fork-server
             forked = self._run_sessions if self.opts.rerun_mode != "process" else None
             self._items = ItemBatch(
-                self.trees.scratch / "results", self._run_child, os.cpu_count() or 1, forked
+                self.trees.scratch / "results", self._run_child, usable_cpus(), forked
             )
         return self._items.result(name, peers)
 
@@ -371,7 +371,7 @@ class Critic22Plugin:
                 trees=self.trees,
                 timeout=self.opts.timeout,
                 reruns=self.opts.reruns,
-                slots=os.cpu_count() or 1,
+                slots=usable_cpus(),
                 slot_dir=self.trees.slots,
                 sandbox=self.sandbox,
                 scratch=self.trees.scratch,

@@ -47,6 +47,7 @@ from typing import Any
 from pytest_critic22.childfiles import remove_tree
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR, ensure_state_dir
+from pytest_critic22.runner import usable_cpus
 
 __all__ = ["FAILURES", "MAX_AGE", "MAX_TREES", "POOL", "WarmError", "WarmPool"]
 
@@ -125,7 +126,7 @@ class WarmPool:
         if count > 1:  # each reset is git in a worktree of its own: side by side
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(min(count, os.cpu_count() or 1)) as pool:
+            with ThreadPoolExecutor(min(count, usable_cpus())) as pool:
                 list(pool.map(lambda entry: self._release(*entry), held))
         elif held:
             self._release(*held[0])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -372,3 +374,20 @@ def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
         assert waiting.wait(timeout=120)  # a hang bound: the waiter found the slot taken
     waiter.join(timeout=120)  # a hang bound, not a speed claim
     assert got.is_set()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin to one")
+def test_the_cpus_a_run_uses_are_those_it_may_run_on_not_the_machines() -> None:
+    """Pinned to one CPU (``taskset``, a cpuset), a review runs one child at a time."""
+    one = min(os.sched_getaffinity(0))
+    code = "from pytest_critic22.runner import usable_cpus; print(usable_cpus())"
+    pinned = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {one}),
+    )
+    assert pinned.stdout.strip() == "1"
+    free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert free.stdout.strip() == str(len(os.sched_getaffinity(0)))
