@@ -26,6 +26,9 @@ Rows (ratio = numerator median / denominator median):
 - 8 and 32 findings ÷ 1 finding: how cost grows with findings that all need the same two trees
   (issue 15 wants it to grow with trees, not findings).
 - ``-n 2`` ÷ serial on 32 findings (pytest-xdist).
+- 32 findings, serial, on every CPU ÷ pinned to one CPU (``sched_setaffinity``): what running
+  different trees side by side within one run gains (issue 15 item 5); the plugin sizes its
+  parallelism by the CPUs it may run on.
 - Tree setup on a 5,000-file repository ÷ on the 300-test one: the plugin's own ``TreeSet``
   building the run's two trees (patched, counterfactual) and removing them, in a child
   process; and warm ÷ fresh on the 5,000-file one (warm: the trees of the repository's pool,
@@ -106,13 +109,24 @@ class Arm:
     child_runs: list[int] = field(default_factory=list)
     child_seconds: list[float] = field(default_factory=list)  # summed over a run's children
     sandbox: str = ""
+    cpus: int = 0  # run on this many of the machine's CPUs (affinity); 0: all of them
 
     def run(self, env: dict[str, str]) -> None:
         if self.report is not None:
             self.report.unlink(missing_ok=True)
+        pin = None
+        if self.cpus:
+            allowed = set(sorted(os.sched_getaffinity(0))[: self.cpus])
+            pin = lambda: os.sched_setaffinity(0, allowed)  # noqa: E731
         start = time.perf_counter()
         done = subprocess.run(
-            self.command, cwd=self.cwd, env=env, capture_output=True, text=True, check=False
+            self.command,
+            cwd=self.cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            preexec_fn=pin,
         )
         self.samples.append(time.perf_counter() - start)
         if self.report is not None:
@@ -441,6 +455,7 @@ def run_all(
     rows: list[Row] = []
     notes: list[str] = []
     quick = scale is QUICK
+    cpus = len(os.sched_getaffinity(0))
 
     # 1. The raw runs, on worktrees made here, and the plugin with 1, few, many findings.
     with worktrees(repo, tmp / "raw") as added:
@@ -457,9 +472,12 @@ def run_all(
         plugin_many_n2 = plugin_arm(
             f"plugin, {many} findings, -n 2", repo, patch, tmp, many, ["-n", "2"]
         )
+        plugin_many_1cpu = plugin_arm(f"plugin, {many} findings, one CPU", repo, patch, tmp, many)
+        plugin_many_1cpu.cpus = 1
         plain_serial = Arm("plain pytest, the repository's tests", [*PYTEST], repo)
         plain_n2 = Arm("plain pytest -n 2, the repository's tests", [*PYTEST, "-n", "2"], repo)
         arms = [raw_patched, raw_counter, plugin_one, plugin_few, plugin_many, plugin_many_n2]
+        arms += [plugin_many_1cpu] if cpus > 1 else []
         arms += [plain_serial, plain_n2]
         for arm in (raw_patched, raw_counter, plugin_one):  # warm caches; not timed
             arm.run(env)
@@ -504,6 +522,17 @@ def run_all(
             "≤ 0.6×",
         )
     )
+    if cpus > 1:
+        rows.append(
+            Row(
+                f"{many} findings, serial: {cpus} CPUs ÷ one CPU",
+                plugin_many.median,
+                plugin_many_1cpu.median,
+                "(item 5)",
+                "issue 15 item 5, parallel within a run without xdist: the same serial review "
+                "pinned to one CPU (affinity), where the plugin runs one child at a time",
+            )
+        )
     tests = scale.test_files * scale.tests_per_file
     rows.append(
         Row(
@@ -519,7 +548,9 @@ def run_all(
         f"raw runs: patched {raw_patched.median:.2f} s (fails, as the finding says), "
         f"counterfactual {raw_counter.median:.2f} s (passes)"
     )
-    for arm in (plugin_one, plugin_few, plugin_many, plugin_many_n2):
+    for arm in (plugin_one, plugin_few, plugin_many, plugin_many_n2, plugin_many_1cpu):
+        if not arm.samples:
+            continue
         runs = "/".join(str(c) for c in sorted(set(arm.child_runs)))
         inside = statistics.median(arm.child_seconds)
         per_child = inside / max(1, statistics.median(arm.child_runs))
@@ -629,7 +660,7 @@ def print_table(
     )
     print(
         f"medians of {repeat} run(s) per arm, arms interleaved, whole processes, one run; "
-        f"{os.cpu_count()} CPUs; bytecode cached (see the docstring)"
+        f"{len(os.sched_getaffinity(0))} CPUs; bytecode cached (see the docstring)"
     )
     print(
         f"caveat: the CPUs may be shared with other work (another agent's test runs here); "
