@@ -154,6 +154,23 @@ def _no_ci_environment_leaks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
+#: The pytest processes the tests start (reviews, the loop's and the miners' runs) load every
+#: installed plugin but hypothesis': its terminal summary imports all of hypothesis, about
+#: 0.7 CPU-seconds in every process, which was a fifth of the suite's CPU. The plugin's own
+#: children decide for themselves (``childplugins``: the sandbox passes no PYTEST_ADDOPTS).
+#: Tests marked ``all_plugins`` start theirs as a user's shell would, with every plugin.
+LEAN_ADDOPTS = "-p no:hypothesispytest"
+
+
+@pytest.fixture(autouse=True)
+def _lean_pytest_processes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("all_plugins") is None:
+        if "pytester" in request.fixturenames:
+            request.getfixturevalue("pytester")  # which clears PYTEST_ADDOPTS: ours after it
+        mine = os.environ.get("PYTEST_ADDOPTS", "")
+        monkeypatch.setenv("PYTEST_ADDOPTS", f"{mine} {LEAN_ADDOPTS}".strip())
+
+
 def _sigint_state_of_the_os() -> tuple[bool, bool]:
     """SIGINT in this process's ignored and blocked sets, as the kernel sees them (C code and
     other threads may change them; both survive exec into every child started later)."""

@@ -9,6 +9,7 @@ from pytest_critic22.cli import DEMO_CASE, DEMO_SAMPLE, default_case, demo_cases
 
 
 @pytest.mark.e2e
+@pytest.mark.all_plugins  # the quick start's own run, with every installed plugin
 def test_the_demo_reviews_a_sample_and_reports_the_expected_verdict() -> None:
     done = subprocess.run(
         [

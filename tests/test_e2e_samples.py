@@ -37,7 +37,13 @@ pytestmark = [
 # fixture and unittest base class, and its configuration says --cov-fail-under=99 (its
 # children run with --no-cov, outcomes come per test).
 RUNS = [  # the longest first, so that two workers of this suite finish together
-    pytest.param(sample, case, id=case)
+    pytest.param(
+        sample,
+        case,
+        id=case,
+        # propkit's tests use hypothesis: its plugin is loaded, as in a user's run
+        marks=[pytest.mark.all_plugins] if sample == "propkit" else [],
+    )
     for sample, case in [("counterkit", "lock-removed"), *CASES, ("projenv", "elapsed-sign")]
 ]
 
