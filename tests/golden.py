@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 GOLDEN = Path(__file__).parent / "data" / "reports"
 
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)?s\b")
-_TMP = re.compile(r"(?:/private)?/tmp/[^\s'\"\]\)]*")
+# /tmp, and the temporary folder TMPDIR names, where the tests' repositories live
+_TMP_ROOTS = sorted({"/tmp", tempfile.gettempdir().rstrip("/")}, key=len, reverse=True)
+_TMP = re.compile(r"(?:/private)?(?:" + "|".join(map(re.escape, _TMP_ROOTS)) + r")/[^\s'\"\]\)]*")
 _VOLATILE = {"run_id", "ledger", "base", "seconds", "traces", "patch", "file"}
 _RACY = ("runs", "failing_seeds", "divergence")
 # How a run was executed (merged with other findings' into one child; a confirmation
