@@ -10,7 +10,9 @@ tree's root), in any ``conftest.py`` of the tree, or in the test files the child
 xdist also counts as needed when the configuration passes ``-n``/``--dist``. Only plugins on a
 short list (:data:`BLOCKABLE`) are ever blocked: those whose absence cannot turn a test's
 outcome when the project never names them. A run that still ends in an error with plugins
-blocked is run again with every plugin (the caller does that).
+blocked is run again with every plugin (the caller does that), unless its errors are all test
+modules that failed to import (:func:`import_failures_only`): none of those plugins changes
+what a module imports or how it parses, so a run with every plugin would fail the same way.
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["blocked_plugins", "installed_plugins"]
+if TYPE_CHECKING:
+    from pytest_critic22.junit import Case
+
+__all__ = ["blocked_plugins", "import_failures_only", "installed_plugins"]
 
 _INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
@@ -34,6 +40,10 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 # (a test cannot use it without naming it). Any other plugin may supply a fixture, run async
 # tests, rerun or skip: it is always loaded.
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
+# The last line of a collection failure's traceback when importing the test module raised.
+_IMPORT_FAILED = re.compile(
+    r"^E +(?:ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError)\b", re.M
+)
 
 
 @functools.cache
@@ -79,6 +89,19 @@ def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
             continue
         blocked.append(name)
     return tuple(blocked)
+
+
+def import_failures_only(cases: Sequence[Case]) -> bool:
+    """True when a run's errors are all test modules whose import raised ImportError (or
+    ModuleNotFoundError) or that do not parse: the critic's test importing a name the tree
+    lacks, a tree without a generated file. No plugin on :data:`BLOCKABLE` hooks imports or
+    parsing, so blocking one cannot be why; any other error (a missing fixture, an unknown
+    option or marker, an error in a conftest or in setup) may be, and is run again whole."""
+    errors = [case for case in cases if case.status == "error"]
+    return bool(errors) and all(
+        case.text.startswith("collection failure") and _IMPORT_FAILED.search(case.text)
+        for case in errors
+    )
 
 
 @functools.lru_cache(maxsize=64)

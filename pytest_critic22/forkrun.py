@@ -12,7 +12,9 @@ filled in).
 Only under bubblewrap: the rlimits fallback has no PID namespace in which leftovers can be
 found and killed, so there every request runs as a child of its own. A request is left to a
 child of its own (None) when its first session errored with plugins blocked (the guess about
-plugins may be why), and when the child ended before its session did (a crash, a kill).
+plugins may be why; not when its errors are test modules that failed to import,
+:func:`~pytest_critic22.childplugins.import_failures_only`), and when the child ended before
+its session did (a crash, a kill).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_critic22.childplugins import blocked_plugins, import_failures_only
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, parse_cases
 from pytest_critic22.runner import (
@@ -87,8 +90,6 @@ def run_forked(
         return [None for _ in requests]
     if any(arg.startswith("@") for request in requests for arg in request.args):
         return [None for _ in requests]  # run_pytest refuses it, with its reason
-    from pytest_critic22.childplugins import blocked_plugins
-
     files = [a for request in requests for a in request.args if not a.startswith("-")]
     blocked = blocked_plugins(tree, files)
     runs = [max(1, request.runs) for request in requests]
@@ -206,7 +207,8 @@ def _result(
         return None
     done = [_run(record, timeout, attempts, environ) for record in records]
     first, cases = done[0]
-    if first.status == "error" and first.exit_code is not None and blocked:
+    failed_with_blocks = first.status == "error" and first.exit_code is not None and blocked
+    if failed_with_blocks and not import_failures_only(cases):
         return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
     return replace(first, then=tuple(run for run, _ in done[1:])), cases
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pytest_critic22.childfiles import child_tempdir
+from pytest_critic22.childplugins import blocked_plugins, import_failures_only
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
@@ -180,8 +181,6 @@ def run_cases(
             return RunResult("error", reason, None, 0.0), []
     blocked: tuple[str, ...] = ()
     if trim_plugins:
-        from pytest_critic22.childplugins import blocked_plugins
-
         blocked = blocked_plugins(tree, [a for a in args if not a.startswith("-")])
     # With plugins blocked, a run that errors is run again whole: a guess about the plugins
     # may be why, and the verdict comes from a whole run.
@@ -216,7 +215,8 @@ def run_cases(
             limit = timeout if code is None else attempt_timeout * attempts
             return RunResult("error", _no_end(limit, attempts), None, seconds, output=out), []
         result = interpret(code, cases, out, seconds)
-        if not (block and result.status == "error" and code in (1, 2, 3, 4, 5)):
+        retry = block and result.status == "error" and code in (1, 2, 3, 4, 5)
+        if not retry or import_failures_only(cases):  # cannot be a plugin's doing
             break
     return result, cases
 

@@ -14,7 +14,12 @@ from typing import Any, cast
 import pytest
 
 from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, split
-from pytest_critic22.childplugins import BLOCKABLE, blocked_plugins, installed_plugins
+from pytest_critic22.childplugins import (
+    BLOCKABLE,
+    blocked_plugins,
+    import_failures_only,
+    installed_plugins,
+)
 from pytest_critic22.itembatch import ItemBatch, ResultStore
 from pytest_critic22.procedures import ExecutionContext, FindingResult, run_confirmed
 from pytest_critic22.runner import Case, allow_children, run_cases, run_pytest
@@ -407,3 +412,52 @@ def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: 
         tmp_path, ["test_a.py", "--hypothesis-show-statistics"], timeout=60, pythonpath=[tmp_path]
     )
     assert result.status == "passed"
+
+
+# Each import of the module counts itself in a file beside it, then fails the way the body says.
+COUNTED = (
+    "import pathlib\n\nwith open(pathlib.Path(__file__).with_name('{name}.n'), 'a') as f:\n"
+    "    f.write('x')\n{body}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "children"),
+    [
+        ("from os import no_such_name", "error", 1),  # the critic's test imports what is not
+        ("import no_such_module_anywhere", "error", 1),
+        ("def broken(:", "error", 0),  # does not parse: the counting line never runs
+        # worker_id is xdist's fixture: the run with every plugin has it, and decides
+        ("def test_f(worker_id):\n    pass", "passed", 2),
+    ],
+    ids=["ImportError", "ModuleNotFoundError", "SyntaxError", "a blocked plugin's fixture"],
+)
+def test_a_blocked_run_is_run_again_whole_unless_its_modules_failed_to_import(
+    tmp_path: Path, body: str, status: str, children: int
+) -> None:
+    if "xdist" not in blocked_plugins(tmp_path, []):
+        pytest.skip("needs xdist installed (and so blocked here)")
+    (tmp_path / "test_a.py").write_text(COUNTED.format(name="test_a", body=body))
+    result, cases = run_cases(tmp_path, ["test_a.py"], timeout=60, pythonpath=[tmp_path])
+    assert result.status == status
+    counted = tmp_path / "test_a.n"
+    assert (len(counted.read_text()) if counted.exists() else 0) == children
+    if body.startswith("def broken"):
+        assert import_failures_only(cases)  # so it was not run again
+
+
+def test_only_errors_importing_a_module_are_import_failures() -> None:
+    failed = "collection failure\nImportError while importing test module 'x'.\nE   ImportError: y"
+    syntax = 'collection failure\nE     File "t.py", line 1\nE   SyntaxError: invalid syntax'
+    fixture = "failed on setup with \"file t.py, line 1\nE       fixture 'cov' not found\""
+    assert import_failures_only([Case("::t", "error", "", text=failed)])
+    assert import_failures_only([Case("::t", "error", "", text=syntax), Case("t::a", "failed", "")])
+    assert not import_failures_only([Case("t::a", "error", "t.py::a", text=fixture)])
+    assert not import_failures_only(
+        [Case("::t", "error", "", text=failed), Case("t::b", "error", "")]
+    )
+    assert not import_failures_only([])  # nothing says why: a usage error, no tests
+    conftest = (
+        "collection failure\nE   pytest.PytestConfigWarning: Unknown config option: asyncio_mode"
+    )
+    assert not import_failures_only([Case("::t", "error", "", text=conftest)])

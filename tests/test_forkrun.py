@@ -483,3 +483,29 @@ def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_for
         for probe in (sandbox.probe_bwrap, sandbox._no_user_namespaces):
             probe.cache_clear()
     assert resolve("bwrap").note == ""
+
+
+def test_a_session_whose_module_fails_to_import_keeps_its_result_despite_blocked_plugins(
+    tmp_path: Path,
+) -> None:
+    from pytest_critic22.childplugins import blocked_plugins
+
+    tree = _tree(
+        tmp_path,
+        {
+            "test_i.py": "from os import no_such_name\n",
+            "test_w.py": "def test_uses_xdists_fixture(worker_id):\n    pass\n",
+            "test_b.py": "def test_ok():\n    pass\n",
+        },
+    )
+    if "xdist" not in blocked_plugins(tree, ["test_w.py"]):
+        pytest.skip("needs xdist installed (and so blocked here)")
+    imports, fixture, ok = _run(
+        tree, ForkRequest(("test_i.py",)), ForkRequest(("test_w.py",)), ForkRequest(("test_b.py",))
+    )
+    # an import no plugin can make fail: the session's error stands
+    assert imports is not None and imports[0].status == "error", imports
+    assert "no_such_name" in imports[1][0].text
+    # a fixture a blocked plugin may supply: left to a whole run of its own
+    assert fixture is None
+    assert ok is not None and ok[0].status == "passed"
