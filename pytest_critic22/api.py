@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_critic22.childfiles import child_tempdir, prune_orphans
+from pytest_critic22.childplugins import review_blocks
 from pytest_critic22.runner import drain, tail_text
 
 __all__ = [
@@ -250,8 +251,10 @@ def review_command(
     procedure_timeout: float | None = None,
     extra_args: Sequence[str] = (),
     python: str = sys.executable,
+    blocked: Sequence[str] = (),
 ) -> list[str]:
-    """The command line :func:`review` runs (every input as a file, every path absolute)."""
+    """The command line :func:`review` runs (every input as a file, every path absolute);
+    ``blocked`` are plugins it leaves out (``-p no:NAME``)."""
     if findings is not None and model is not None:
         raise ValueError("give recorded findings or a model, not both")
     if reruns is not None and (isinstance(reruns, bool) or reruns < 1):
@@ -261,6 +264,7 @@ def review_command(
             f"procedure_timeout must be seconds greater than 0, not {procedure_timeout!r}"
         )
     command = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    command += [arg for name in blocked for arg in ("-p", f"no:{name}")]
     command += [f"--critic22={patch.resolve()}", "--critic22-only"]
     command.append(f"--critic22-report={report_path.resolve()}")
     for option, value in (
@@ -333,7 +337,10 @@ def review(
       and an ``error`` that says so.
 
     ``reruns`` is ``--critic22-reruns``. Anything else goes in ``extra_args``
-    (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). The report is written
+    (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). Installed plugins that
+    cannot matter to a review and that neither the repository nor these arguments name
+    (hypothesis', coverage's, xdist's, anyio's) are left out of the child, as the plugin
+    leaves them out of its own (:mod:`pytest_critic22.childplugins`). The report is written
     to ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
     returned either way). Nothing is written into ``repo`` but the plugin's own
     ``.critic22/`` state folder. ``die_with_parent`` (Linux): the child is killed when this
@@ -341,7 +348,7 @@ def review(
     what the orphan left is pruned by the next run as a crashed run's).
     """
     repo = Path(repo).resolve()
-    _prune_orphans()
+    prune_orphans(_SCRATCH)  # the scratch folders of callers that are gone (a dead PID)
     with child_tempdir(f"{_SCRATCH}{os.getpid()}-") as scratch:  # children wrote in it
         folder = Path(scratch)
         inputs: dict[str, str] = {}
@@ -364,25 +371,35 @@ def review(
         target = report_path if report_path is not None else folder / "report.json"
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
-        command = review_command(
-            Path(patch),
-            target,
-            spec=spec_file,
-            root_cause=cause_file,
-            obligations=obligations_file,
-            request=request_file,
-            findings=findings,
-            model=model,
-            api_base=api_base,
-            base=base,
-            engage=engage,
-            reruns=reruns,
-            procedure_timeout=procedure_timeout,
-            extra_args=extra_args,
-            python=python,
-        )
-        code, output, seconds = _run(command, repo, timeout, env, die_with_parent)
-        report, error = _read_report(target)
+        # Installed plugins the repository does not name are left out, as in the plugin's
+        # children (childplugins); a usage error then (before any review: an option of a
+        # plugin left out?) is run again whole. Nothing else is: the model was maybe asked.
+        blocked = review_blocks(repo, extra_args, os.environ if env is None else env)
+        deadline = time.monotonic() + timeout
+        for block in (blocked, ()) if blocked else ((),):
+            command = review_command(
+                Path(patch),
+                target,
+                spec=spec_file,
+                root_cause=cause_file,
+                obligations=obligations_file,
+                request=request_file,
+                findings=findings,
+                model=model,
+                api_base=api_base,
+                base=base,
+                engage=engage,
+                reruns=reruns,
+                procedure_timeout=procedure_timeout,
+                extra_args=extra_args,
+                python=python,
+                blocked=block,
+            )
+            left = deadline - time.monotonic()
+            code, output, seconds = _run(command, repo, left, env, die_with_parent)
+            report, error = _read_report(target)
+            if report is not None or code != 4:
+                break
         if code is None:
             error = f"the review timed out after {timeout:g}s"
         elif report is None and not error:
@@ -402,11 +419,6 @@ def review(
 #: A review's scratch folder: critic22-api-<pid>-<random>, so that the next review can tell
 #: the folders of a caller killed by SIGKILL (a TemporaryDirectory cannot clean up then).
 _SCRATCH = "critic22-api-"
-
-
-def _prune_orphans() -> None:
-    """Remove the scratch folders of callers that are gone (a dead PID)."""
-    prune_orphans(_SCRATCH)
 
 
 def _as_file(value: str | Path | None, path: Path, inputs: dict[str, str], key: str) -> Path | None:

@@ -21,14 +21,14 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_critic22.junit import Case
 
-__all__ = ["blocked_plugins", "import_failures_only", "installed_plugins"]
+__all__ = ["blocked_plugins", "import_failures_only", "installed_plugins", "review_blocks"]
 
 _INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
@@ -40,6 +40,7 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 # (a test cannot use it without naming it). Any other plugin may supply a fixture, run async
 # tests, rerun or skip: it is always loaded.
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
+_LEFT_OUT = re.compile(r"\bno:\S+")
 # The last line of a collection failure's traceback when importing the test module raised.
 _IMPORT_FAILED = re.compile(
     r"^E +(?:ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError)\b", re.M
@@ -68,8 +69,9 @@ def installed_plugins() -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple(found)
 
 
-def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
-    """The entry-point names to block in a child that runs ``test_files`` in ``tree``."""
+def blocked_plugins(tree: Path, test_files: Sequence[str], also: str = "") -> tuple[str, ...]:
+    """The entry-point names to block in a child that runs ``test_files`` in ``tree``;
+    ``also`` is more text read as the project's configuration (a command's arguments)."""
     plugins = installed_plugins()
     if not plugins:
         return ()
@@ -77,7 +79,8 @@ def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
     for path in (tree, tree / ".git"):
         with contextlib.suppress(OSError):
             stamp += path.stat().st_mtime_ns
-    text = _project_text(str(tree), stamp) + "\n" + _read_all(tree, test_files)
+    text = "\n".join([_project_text(str(tree), stamp), _read_all(tree, test_files), also])
+    text = _LEFT_OUT.sub(" ", text)  # -p no:NAME leaves a plugin out: that is no use of it
     words = set(re.findall(r"[A-Za-z0-9_.-]+", text))
     words |= {w.strip("-.") for w in words}
     words |= set(re.findall(r"[A-Za-z0-9]+", text))  # asyncio_mode, pytest.mark.anyio
@@ -89,6 +92,15 @@ def blocked_plugins(tree: Path, test_files: Sequence[str]) -> tuple[str, ...]:
             continue
         blocked.append(name)
     return tuple(blocked)
+
+
+def review_blocks(repo: Path, args: Sequence[str], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """What a review's own pytest (:func:`pytest_critic22.api.review`) leaves out: it runs
+    with ``--critic22-only``, so no project test runs in it, and the same rule holds, its
+    arguments, ``PYTEST_ADDOPTS`` and ``PYTEST_PLUGINS`` read as configuration too."""
+    words = [*args, environ.get("PYTEST_ADDOPTS", ""), environ.get("PYTEST_PLUGINS", "")]
+    _project_text.cache_clear()  # the user's checkout, edited in place between reviews maybe
+    return blocked_plugins(repo, [], also=" ".join(words))
 
 
 def import_failures_only(cases: Sequence[Case]) -> bool:

@@ -24,6 +24,7 @@ from pytest_critic22.api import (
     review,
     review_command,
 )
+from pytest_critic22.childplugins import installed_plugins, review_blocks
 from pytest_critic22.samples import case_dir, materialize
 
 #: A JSON report as the plugin wrote it for textstats/median-drops-guard (logs, evidence,
@@ -289,3 +290,40 @@ def test_a_real_review_returns_the_typed_report(tmp_path: Path) -> None:
     stripped = [r["where"] for r in report.raw["stripped"]["removals"]]
     assert "$.generator_rationale" in stripped  # the request reached the plugin, blinded
     assert "trust me" not in json.dumps(report.raw)
+    # hypothesis' plugin (installed with the suite's extras) is left out: the sample never
+    # names it, and the review's own pytest runs no project test
+    assert "no:hypothesispytest" in report.command
+
+
+def test_the_reviews_pytest_keeps_the_plugins_its_repository_or_arguments_name(
+    tmp_path: Path,
+) -> None:
+    names = {name for name, _ in installed_plugins()}
+    if not {"hypothesispytest", "xdist"} <= names:
+        pytest.skip("hypothesis' and xdist's plugins are this check's installed plugins")
+    (tmp_path / "conftest.py").write_text("import pytest\n")
+    assert {"hypothesispytest", "xdist"} <= set(review_blocks(tmp_path, [], {}))
+    assert "xdist" not in review_blocks(tmp_path, ["-n", "2"], {})
+    assert "xdist" not in review_blocks(tmp_path, [], {"PYTEST_ADDOPTS": "--dist=load"})
+    kept = review_blocks(tmp_path, [], {"PYTEST_PLUGINS": "hypothesis.extra.pytestplugin"})
+    assert "hypothesispytest" not in kept
+    left_out = {"PYTEST_ADDOPTS": "-p no:hypothesispytest -p no:xdist"}  # no use of either
+    assert {"hypothesispytest", "xdist"} <= set(review_blocks(tmp_path, [], left_out))
+    (tmp_path / "conftest.py").write_text("from hypothesis import settings\n")
+    assert "hypothesispytest" not in review_blocks(tmp_path, [], {})
+
+
+@pytest.mark.e2e
+def test_a_usage_error_with_plugins_left_out_is_run_again_whole(tmp_path: Path) -> None:
+    if "xdist" not in {name for name, _ in installed_plugins()}:
+        pytest.skip("needs xdist's plugin installed")
+    case = case_dir("textstats", "median-drops-guard")
+    repo = materialize("textstats", tmp_path / "repo")
+    # an option of xdist's that names neither xdist nor -n: unknown with xdist left out
+    report = review(
+        repo, case / "patch.diff", engage="never", extra_args=["--max-worker-restart=1"]
+    )
+    assert report.ok, report.error + "\n" + report.output
+    # the run that counts, the second: every plugin in
+    assert [arg for arg in report.command if arg.startswith("no:")] == ["no:cacheprovider"]
+    assert report.verdict == "reject"  # the deterministic gates alone: the guard's removal
