@@ -10,9 +10,9 @@ tree's root), in any ``conftest.py`` of the tree, or in the test files the child
 xdist also counts as needed when the configuration passes ``-n``/``--dist``. Only plugins on a
 short list (:data:`BLOCKABLE`) are ever blocked: those whose absence cannot turn a test's
 outcome when the project never names them. A run that still ends in an error with plugins
-blocked is run again with every plugin (the caller does that), unless its errors are all test
-modules that failed to import (:func:`import_failures_only`): none of those plugins changes
-what a module imports or how it parses, so a run with every plugin would fail the same way.
+blocked is run again with every plugin (the caller does that), unless its errors cannot be
+theirs (:func:`blocked_plugins_innocent`): test modules that failed to import (none of those
+plugins changes what a module imports or how it parses) or fixtures none of them defines.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_critic22.junit import Case
 
-__all__ = ["blocked_plugins", "import_failures_only", "installed_plugins", "review_blocks"]
+__all__ = ["blocked_plugins", "blocked_plugins_innocent", "installed_plugins", "review_blocks"]
 
 _INI = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs"}
@@ -41,6 +41,10 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 # tests, rerun or skip: it is always loaded.
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
 _LEFT_OUT = re.compile(r"\bno:\S+")
+# A missing fixture, as pytest reports it in a test's setup error.
+_MISSING_FIXTURE = re.compile(r"^E +fixture '([A-Za-z_]\w*)' not found$", re.M)
+# How a plugin's source defines a fixture: a function of its name, or name="..." given.
+_DEFINES = r"\bdef {0}\s*\(|\bname\s*=\s*['\"]{0}['\"]"
 # The last line of a collection failure's traceback when importing the test module raised.
 _IMPORT_FAILED = re.compile(
     r"^E +(?:ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError)\b", re.M
@@ -103,17 +107,42 @@ def review_blocks(repo: Path, args: Sequence[str], environ: Mapping[str, str]) -
     return blocked_plugins(repo, [], also=" ".join(words))
 
 
-def import_failures_only(cases: Sequence[Case]) -> bool:
-    """True when a run's errors are all test modules whose import raised ImportError (or
-    ModuleNotFoundError) or that do not parse: the critic's test importing a name the tree
-    lacks, a tree without a generated file. No plugin on :data:`BLOCKABLE` hooks imports or
-    parsing, so blocking one cannot be why; any other error (a missing fixture, an unknown
-    option or marker, an error in a conftest or in setup) may be, and is run again whole."""
+def blocked_plugins_innocent(cases: Sequence[Case], blocked: Sequence[str]) -> bool:
+    """True when a run's errors cannot come from the ``blocked`` plugins, so a run with every
+    plugin would fail the same way: each error is a test module whose import raised
+    ImportError (or ModuleNotFoundError) or that does not parse (the critic's test importing
+    a name the tree lacks, a tree without a generated file: no plugin on :data:`BLOCKABLE`
+    hooks imports or parsing), or a missing fixture that no blocked plugin's distribution
+    defines in its source (``def NAME(`` or ``name="NAME"``: a plugin that is not installed,
+    say). Any other error (an unknown option or marker, an error in a conftest or in setup)
+    may be, and is run again."""
     errors = [case for case in cases if case.status == "error"]
-    return bool(errors) and all(
-        case.text.startswith("collection failure") and _IMPORT_FAILED.search(case.text)
-        for case in errors
+    return bool(errors) and all(_innocent(case.text, blocked) for case in errors)
+
+
+def _innocent(text: str, blocked: Sequence[str]) -> bool:
+    if text.startswith("collection failure") and _IMPORT_FAILED.search(text):
+        return True
+    missing = _MISSING_FIXTURE.findall(text)
+    return bool(missing) and all(
+        (source := _plugin_source(name)) is not None
+        and not re.search(_DEFINES.format(re.escape(fixture)), source)
+        for fixture in missing
+        for name in blocked
     )
+
+
+@functools.cache
+def _plugin_source(name: str) -> str | None:
+    """Every Python file of the distribution that installs plugin ``name``, or None when its
+    files cannot be listed (then it may provide any fixture)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="pytest11", name=name):
+        files = [f for f in (getattr(ep.dist, "files", None) or ()) if f.suffix == ".py"]
+        if files:
+            return "\n".join(_read(Path(str(f.locate()))) for f in files)
+    return None
 
 
 @functools.lru_cache(maxsize=64)

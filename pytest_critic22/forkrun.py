@@ -12,8 +12,8 @@ filled in).
 Only under bubblewrap: the rlimits fallback has no PID namespace in which leftovers can be
 found and killed, so there every request runs as a child of its own. A request is left to a
 child of its own (None) when its first session errored with plugins blocked (the guess about
-plugins may be why; not when its errors are test modules that failed to import,
-:func:`~pytest_critic22.childplugins.import_failures_only`), and when the child ended before
+plugins may be why; not when its errors cannot be theirs,
+:func:`~pytest_critic22.childplugins.blocked_plugins_innocent`), and when the child ended before
 its session did (a crash, a kill).
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_critic22.childplugins import blocked_plugins, import_failures_only
+from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, parse_cases
 from pytest_critic22.runner import (
@@ -208,7 +208,7 @@ def _result(
     done = [_run(record, timeout, attempts, environ) for record in records]
     first, cases = done[0]
     failed_with_blocks = first.status == "error" and first.exit_code is not None and blocked
-    if failed_with_blocks and not import_failures_only(cases):
+    if failed_with_blocks and not blocked_plugins_innocent(cases, blocked):
         return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
     return replace(first, then=tuple(run for run, _ in done[1:])), cases
 

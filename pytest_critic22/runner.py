@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pytest_critic22.childfiles import child_tempdir
-from pytest_critic22.childplugins import blocked_plugins, import_failures_only
+from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
@@ -216,7 +216,7 @@ def run_cases(
             return RunResult("error", _no_end(limit, attempts), None, seconds, output=out), []
         result = interpret(code, cases, out, seconds)
         retry = block and result.status == "error" and code in (1, 2, 3, 4, 5)
-        if not retry or import_failures_only(cases):  # cannot be a plugin's doing
+        if not retry or blocked_plugins_innocent(cases, block):  # cannot be theirs
             break
     return result, cases
 

@@ -17,7 +17,7 @@ from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, s
 from pytest_critic22.childplugins import (
     BLOCKABLE,
     blocked_plugins,
-    import_failures_only,
+    blocked_plugins_innocent,
     installed_plugins,
 )
 from pytest_critic22.itembatch import ItemBatch, ResultStore
@@ -429,8 +429,16 @@ COUNTED = (
         ("def broken(:", "error", 0),  # does not parse: the counting line never runs
         # worker_id is xdist's fixture: the run with every plugin has it, and decides
         ("def test_f(worker_id):\n    pass", "passed", 2),
+        # no installed plugin defines this one: every plugin in would not help
+        ("def test_f(no_plugin_defines_this):\n    pass", "error", 1),
     ],
-    ids=["ImportError", "ModuleNotFoundError", "SyntaxError", "a blocked plugin's fixture"],
+    ids=[
+        "ImportError",
+        "ModuleNotFoundError",
+        "SyntaxError",
+        "a blocked plugin's fixture",
+        "a fixture of no installed plugin",
+    ],
 )
 def test_a_blocked_run_is_run_again_whole_unless_its_modules_failed_to_import(
     tmp_path: Path, body: str, status: str, children: int
@@ -443,21 +451,31 @@ def test_a_blocked_run_is_run_again_whole_unless_its_modules_failed_to_import(
     counted = tmp_path / "test_a.n"
     assert (len(counted.read_text()) if counted.exists() else 0) == children
     if body.startswith("def broken"):
-        assert import_failures_only(cases)  # so it was not run again
+        assert blocked_plugins_innocent(cases, ["xdist"])  # so it was not run again
 
 
-def test_only_errors_importing_a_module_are_import_failures() -> None:
+def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
     failed = "collection failure\nImportError while importing test module 'x'.\nE   ImportError: y"
     syntax = 'collection failure\nE     File "t.py", line 1\nE   SyntaxError: invalid syntax'
-    fixture = "failed on setup with \"file t.py, line 1\nE       fixture 'cov' not found\""
-    assert import_failures_only([Case("::t", "error", "", text=failed)])
-    assert import_failures_only([Case("::t", "error", "", text=syntax), Case("t::a", "failed", "")])
-    assert not import_failures_only([Case("t::a", "error", "t.py::a", text=fixture)])
-    assert not import_failures_only(
-        [Case("::t", "error", "", text=failed), Case("t::b", "error", "")]
+
+    def fixture(name: str) -> str:
+        return f'failed on setup with "file t.py, line 1\nE       fixture {name!r} not found\n'
+
+    blocked = ["xdist", "pytest_cov", "hypothesispytest"]
+
+    def innocent(*cases: Case) -> bool:
+        return blocked_plugins_innocent(cases, blocked)
+
+    assert innocent(Case("::t", "error", "", text=failed))
+    assert innocent(Case("::t", "error", "", text=syntax), Case("t::a", "failed", ""))
+    assert innocent(Case("t::a", "error", "t.py::a", text=fixture("benchmark")))
+    for theirs in ("worker_id", "testrun_uid", "cov", "no_cover"):  # xdist's, coverage's
+        assert not innocent(Case("t::a", "error", "t.py::a", text=fixture(theirs))), theirs
+    assert not innocent(Case("::t", "error", "", text=failed), Case("t::b", "error", ""))
+    assert not innocent()  # nothing says why: a usage error, no tests
+    conftest = "collection failure\nE   pytest.PytestConfigWarning: Unknown config option: x"
+    assert not innocent(Case("::t", "error", "", text=conftest))
+    # a plugin whose files cannot be listed may define any fixture
+    assert not blocked_plugins_innocent(
+        [Case("t::a", "error", "t.py::a", text=fixture("benchmark"))], ["no-such-plugin"]
     )
-    assert not import_failures_only([])  # nothing says why: a usage error, no tests
-    conftest = (
-        "collection failure\nE   pytest.PytestConfigWarning: Unknown config option: asyncio_mode"
-    )
-    assert not import_failures_only([Case("::t", "error", "", text=conftest)])
