@@ -63,6 +63,10 @@ def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Di
     unrun = [i for i in missing if i not in crashed]
     if unrun and interrupted:
         problems.append("interrupted before these ran: " + ", ".join(unrun))
+    elif unrun and exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        # an unknown hook in a conftest, say: pytest stopped before collection was done
+        ended = f"pytest ended with exit status {int(exitstatus)} before these ran: "
+        problems.append(ended + ", ".join(unrun))
     elif unrun:
         plugin.notes.append("not run (deselected): " + ", ".join(unrun))
     disposition = gate(outcomes, problems=problems, interrupted=interrupted)

@@ -211,3 +211,20 @@ def test_a_required_critic_that_cannot_be_reached_is_incomplete(
     assert result.ret == 1
     assert disposition["verdict"] == "incomplete"
     assert "the required critic gave no answer" in " ".join(disposition["problems"])  # type: ignore[arg-type]
+
+
+@pytest.mark.e2e
+def test_items_pytest_never_ran_after_an_internal_error_make_the_review_incomplete(
+    pytester: pytest.Pytester,
+) -> None:
+    # xdist's hook in a conftest, and xdist not loaded: pytest refuses the unknown hook when
+    # it collects the conftest, after the review was built and before any item ran.
+    make_sample(pytester, "textstats")
+    (pytester.path / "conftest.py").write_text("def pytest_configure_node(node):\n    pass\n")
+    result, disposition = _review(
+        pytester, f"--critic22-findings={DROPS / 'findings.json'}", "-p", "no:xdist"
+    )
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert disposition["verdict"] == "incomplete"  # not "proceed": nothing was looked at
+    problems = " ".join(disposition["problems"])  # type: ignore[arg-type]
+    assert "pytest ended with exit status 3 before these ran: F1" in problems
