@@ -168,7 +168,7 @@ def _no_ci_environment_leaks(monkeypatch: pytest.MonkeyPatch) -> None:
 #: The pytest processes the tests start (reviews, the loop's and the miners' runs) load every
 #: installed plugin but hypothesis' and anyio's: hypothesis' terminal summary imports all of
 #: hypothesis, about 0.7 CPU-seconds in every process, which was a fifth of the suite's CPU;
-#: anyio's plugin imports anyio, about 0.4 (no sample has an async test). The plugin's own
+#: anyio's plugin imports anyio, about 0.3 more (no sample has an async test). The plugin's own
 #: children decide for themselves (``childplugins``: the sandbox passes no PYTEST_ADDOPTS).
 #: Tests marked ``all_plugins`` start theirs as a user's shell would, with every plugin.
 LEAN_ADDOPTS = "-p no:hypothesispytest -p no:anyio"

@@ -337,10 +337,12 @@ def review(
       and an ``error`` that says so.
 
     ``reruns`` is ``--critic22-reruns``. Anything else goes in ``extra_args``
-    (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). Installed plugins that
-    cannot matter to a review and that neither the repository nor these arguments name
-    (hypothesis', coverage's, xdist's, anyio's) are left out of the child, as the plugin
-    leaves them out of its own (:mod:`pytest_critic22.childplugins`). The report is written
+    (``--critic22-max-findings=5``, ``-o critic22_retries=0``, ...). Installed plugins the
+    review's pytest does not need (it runs no project test) and that neither the repository
+    nor these arguments name or hook (hypothesis', coverage's, xdist's, anyio's) are left out
+    of it, by the rule the plugin's own children follow (:mod:`pytest_critic22.childplugins`);
+    a usage error then is run again whole, the result's ``command`` and ``output`` that run's
+    (the output says so first), its ``seconds`` both runs'. The report is written
     to ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
     returned either way). Nothing is written into ``repo`` but the plugin's own
     ``.critic22/`` state folder. ``die_with_parent`` (Linux): the child is killed when this
@@ -371,11 +373,9 @@ def review(
         target = report_path if report_path is not None else folder / "report.json"
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
-        # Installed plugins the repository does not name are left out, as in the plugin's
-        # children (childplugins); a usage error then (before any review: an option of a
-        # plugin left out?) is run again whole. Nothing else is: the model was maybe asked.
+        # a usage error comes before any review; anything later may have asked the model
         blocked = review_blocks(repo, extra_args, os.environ if env is None else env)
-        deadline = time.monotonic() + timeout
+        deadline, seconds, note = time.monotonic() + timeout, 0.0, ""
         for block in (blocked, ()) if blocked else ((),):
             command = review_command(
                 Path(patch),
@@ -396,10 +396,12 @@ def review(
                 blocked=block,
             )
             left = deadline - time.monotonic()
-            code, output, seconds = _run(command, repo, left, env, die_with_parent)
-            report, error = _read_report(target)
-            if report is not None or code != 4:
+            code, output, took = _run(command, repo, left, env, die_with_parent)
+            report, error, seconds = *_read_report(target), seconds + took
+            if report is not None or code != 4 or not block or deadline <= time.monotonic():
                 break
+            note = f"critic22: run again with every plugin ({', '.join(block)} left out: exit 4)\n"
+        output = note + output
         if code is None:
             error = f"the review timed out after {timeout:g}s"
         elif report is None and not error:
@@ -422,9 +424,7 @@ _SCRATCH = "critic22-api-"
 
 
 def _as_file(value: str | Path | None, path: Path, inputs: dict[str, str], key: str) -> Path | None:
-    if value is None:
-        return None
-    if isinstance(value, Path):
+    if value is None or isinstance(value, Path):
         return value
     path.write_text(value, encoding="utf-8")
     inputs[key] = str(path)

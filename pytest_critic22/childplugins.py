@@ -37,17 +37,22 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 # Only plugins whose absence cannot turn an outcome when the project does not name them:
 # hypothesis' (tests that do not import hypothesis cannot use it), measurement (coverage:
 # the runner passes --no-cov anyway), distribution (xdist: a child never fans out), anyio's
-# (a test cannot use it without naming it). Any other plugin may supply a fixture, run async
+# (a test cannot use it without naming it, but for its fixtures: a missing one is run again
+# whole, see blocked_plugins_innocent). A project that implements a hook one of them defines
+# (xdist's pytest_configure_node) keeps it. Any other plugin may supply a fixture, run async
 # tests, rerun or skip: it is always loaded.
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
-_LEFT_OUT = re.compile(r"\bno:\S+")
+_LEFT_OUT = re.compile(r"\bno:[\w.]+")
+_HOOK_DEFINED = re.compile(r"\bdef (pytest_\w+)\s*\(")
 # A missing fixture, as pytest reports it in a test's setup error.
-_MISSING_FIXTURE = re.compile(r"^E +fixture '([A-Za-z_]\w*)' not found$", re.M)
+_MISSING_FIXTURE = re.compile(
+    r"^E +fixture '([A-Za-z_]\w*)' not found\n> +available fixtures:", re.M
+)
 # How a plugin's source defines a fixture: a function of its name, or name="..." given.
 _DEFINES = r"\bdef {0}\s*\(|\bname\s*=\s*['\"]{0}['\"]"
 # The last line of a collection failure's traceback when importing the test module raised.
 _IMPORT_FAILED = re.compile(
-    r"^E +(?:ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError)\b", re.M
+    r"E +(?:ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError)\b"
 )
 
 
@@ -88,14 +93,29 @@ def blocked_plugins(tree: Path, test_files: Sequence[str], also: str = "") -> tu
     words = set(re.findall(r"[A-Za-z0-9_.-]+", text))
     words |= {w.strip("-.") for w in words}
     words |= set(re.findall(r"[A-Za-z0-9]+", text))  # asyncio_mode, pytest.mark.anyio
+    hooks = set(_HOOK_DEFINED.findall(text)) - _pytest_hooks()  # another plugin's hooks
     blocked = []
     for name, names in plugins:
         if name not in BLOCKABLE or names & words:
             continue
         if name.startswith("xdist") and _XDIST_OPTS.search(text):
             continue
+        if hooks and _defines_a_hook(name, hooks):
+            continue  # without it pytest refuses the project's hook (unknown hook)
         blocked.append(name)
     return tuple(blocked)
+
+
+@functools.cache
+def _pytest_hooks() -> frozenset[str]:
+    from _pytest import hookspec
+
+    return frozenset(name for name in vars(hookspec) if name.startswith("pytest_"))
+
+
+def _defines_a_hook(plugin: str, hooks: set[str]) -> bool:
+    source = _plugin_source(plugin)
+    return source is None or any(re.search(rf"\bdef {h}\s*\(", source) for h in hooks)
 
 
 def review_blocks(repo: Path, args: Sequence[str], environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -121,7 +141,8 @@ def blocked_plugins_innocent(cases: Sequence[Case], blocked: Sequence[str]) -> b
 
 
 def _innocent(text: str, blocked: Sequence[str]) -> bool:
-    if text.startswith("collection failure") and _IMPORT_FAILED.search(text):
+    raised = [line for line in text.splitlines() if line.startswith("E ")][-1:]  # the last
+    if text.startswith("collection failure") and raised and _IMPORT_FAILED.match(raised[0]):
         return True
     missing = _MISSING_FIXTURE.findall(text)
     return bool(missing) and all(
@@ -134,14 +155,20 @@ def _innocent(text: str, blocked: Sequence[str]) -> bool:
 
 @functools.cache
 def _plugin_source(name: str) -> str | None:
-    """Every Python file of the distribution that installs plugin ``name``, or None when its
-    files cannot be listed (then it may provide any fixture)."""
+    """Every Python file of the distribution that installs plugin ``name``, or None when they
+    cannot all be read, the entry point's own module among them (then it may define any
+    fixture or hook)."""
     from importlib.metadata import entry_points
 
     for ep in entry_points(group="pytest11", name=name):
         files = [f for f in (getattr(ep.dist, "files", None) or ()) if f.suffix == ".py"]
-        if files:
-            return "\n".join(_read(Path(str(f.locate()))) for f in files)
+        module = ep.value.split(":")[0].replace(".", "/")
+        if not {f"{module}.py", f"{module}/__init__.py"} & {f.as_posix() for f in files}:
+            return None
+        try:  # installed files, links followed (uv, Nix): not the project's text
+            return "\n".join(Path(str(f.locate())).read_text("utf-8", "replace") for f in files)
+        except OSError:
+            return None
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -320,10 +321,12 @@ def test_a_usage_error_with_plugins_left_out_is_run_again_whole(tmp_path: Path) 
     case = case_dir("textstats", "median-drops-guard")
     repo = materialize("textstats", tmp_path / "repo")
     # an option of xdist's that names neither xdist nor -n: unknown with xdist left out
-    report = review(
-        repo, case / "patch.diff", engage="never", extra_args=["--max-worker-restart=1"]
-    )
+    extra = ["--max-worker-restart=1"]
+    assert "xdist" in review_blocks(repo, extra, os.environ)  # so the first run has it out
+    report = review(repo, case / "patch.diff", engage="never", extra_args=extra)
     assert report.ok, report.error + "\n" + report.output
+    assert report.output.startswith("critic22: run again with every plugin (")
+    assert "xdist" in report.output.splitlines()[0] and "exit 4" in report.output
     # the run that counts, the second: every plugin in
     assert [arg for arg in report.command if arg.startswith("no:")] == ["no:cacheprovider"]
     assert report.verdict == "reject"  # the deterministic gates alone: the guard's removal

@@ -401,6 +401,26 @@ def test_only_plugins_that_cannot_turn_an_outcome_are_ever_blocked(tmp_path: Pat
     assert "anyio" not in blocked_plugins(tmp_path, ["test_m.py"])
 
 
+def test_a_project_that_implements_a_plugins_hook_or_leaves_it_out_keeps_what_it_names(
+    tmp_path: Path,
+) -> None:
+    if "xdist" not in {name for name, _ in installed_plugins()}:
+        pytest.skip("needs xdist installed")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert "xdist" in blocked_plugins(tmp_path, ["test_a.py"])
+    # pytest refuses a hook no loaded plugin defines: xdist's, in a conftest, keeps xdist
+    (tmp_path / "conftest.py").write_text("def pytest_configure_node(node):\n    pass\n")
+    assert "xdist" not in blocked_plugins(tmp_path, ["test_a.py"])
+    # a -p no:NAME is no use of NAME, and leaves the next option alone
+    addopts = 'addopts = ["-p","no:xdist","--cov=pkg"]'
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{addopts}\n")
+    assert "xdist" in blocked_plugins(bare, [])
+    if "pytest_cov" in {name for name, _ in installed_plugins()}:
+        assert "pytest_cov" not in blocked_plugins(bare, [])
+
+
 def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: Path) -> None:
     names = {name for name, _ in installed_plugins()}
     if "hypothesispytest" not in names:
@@ -459,7 +479,10 @@ def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
     syntax = 'collection failure\nE     File "t.py", line 1\nE   SyntaxError: invalid syntax'
 
     def fixture(name: str) -> str:
-        return f'failed on setup with "file t.py, line 1\nE       fixture {name!r} not found\n'
+        return (
+            f'failed on setup with "file t.py, line 1\nE       fixture {name!r} not found\n'
+            ">       available fixtures: cache, capfd\n"
+        )
 
     blocked = ["xdist", "pytest_cov", "hypothesispytest"]
 
@@ -475,7 +498,37 @@ def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
     assert not innocent()  # nothing says why: a usage error, no tests
     conftest = "collection failure\nE   pytest.PytestConfigWarning: Unknown config option: x"
     assert not innocent(Case("::t", "error", "", text=conftest))
+    # only the last exception counts: one raised while handling an ImportError is another
+    chained = failed + "\n\nDuring handling of the above exception...\nE   RuntimeError: z"
+    assert not innocent(Case("::t", "error", "", text=chained))
+    # pytest's own missing-fixture report, not an exception's message that reads like one
+    message = "failed on setup with RuntimeError\nE       fixture 'benchmark' not found\n"
+    assert not innocent(Case("t::a", "error", "t.py::a", text=message))
     # a plugin whose files cannot be listed may define any fixture
     assert not blocked_plugins_innocent(
         [Case("t::a", "error", "t.py::a", text=fixture("benchmark"))], ["no-such-plugin"]
     )
+
+
+def test_a_plugin_whose_files_cannot_be_read_may_define_any_fixture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_critic22 import childplugins
+
+    if "xdist" not in {name for name, _ in installed_plugins()}:
+        pytest.skip("needs xdist installed")
+    text = "failed on setup\nE       fixture 'benchmark' not found\n>       available fixtures: x"
+    case = Case("t::a", "error", "t.py::a", text=text)
+    assert blocked_plugins_innocent([case], ["xdist"])  # xdist defines no such fixture
+
+    def unreadable(self: Path, *args: Any, **kwargs: Any) -> str:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    childplugins._plugin_source.cache_clear()
+    monkeypatch.setattr(Path, "read_text", unreadable)
+    try:
+        assert childplugins._plugin_source("xdist") is None
+        assert not blocked_plugins_innocent([case], ["xdist"])
+    finally:
+        monkeypatch.undo()
+        childplugins._plugin_source.cache_clear()
