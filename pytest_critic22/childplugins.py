@@ -44,6 +44,11 @@ NEVER_BLOCKED = frozenset({"critic22"})  # blocked by the runner itself (-p no:c
 BLOCKABLE = frozenset({"hypothesispytest", "pytest_cov", "xdist", "xdist.looponfail", "anyio"})
 _LEFT_OUT = re.compile(r"\bno:[\w.]+")
 _HOOK_DEFINED = re.compile(r"\bdef (pytest_\w+)\s*\(")
+# Plugin modules this scan does not read (pytest_plugins, -p MODULE, a registration) or a hook
+# named another way (specname=): every blockable plugin with hooks of its own is then kept.
+_UNREAD_HOOKS = re.compile(
+    r"\bpytest_plugins\b|\bspecname\s*=|pluginmanager\.register\b|(?:^|\s)-p\s*(?!no:)[\w.]"
+)
 # A missing fixture, as pytest reports it in a test's setup error.
 _MISSING_FIXTURE = re.compile(
     r"^E +fixture '([A-Za-z_]\w*)' not found\n> +available fixtures:", re.M
@@ -89,18 +94,20 @@ def blocked_plugins(tree: Path, test_files: Sequence[str], also: str = "") -> tu
         with contextlib.suppress(OSError):
             stamp += path.stat().st_mtime_ns
     text = "\n".join([_project_text(str(tree), stamp), _read_all(tree, test_files), also])
+    unread = bool(_UNREAD_HOOKS.search(text))
     text = _LEFT_OUT.sub(" ", text)  # -p no:NAME leaves a plugin out: that is no use of it
     words = set(re.findall(r"[A-Za-z0-9_.-]+", text))
     words |= {w.strip("-.") for w in words}
     words |= set(re.findall(r"[A-Za-z0-9]+", text))  # asyncio_mode, pytest.mark.anyio
-    hooks = set(_HOOK_DEFINED.findall(text)) - _pytest_hooks()  # another plugin's hooks
+    hooks = {h for h in _HOOK_DEFINED.findall(text) if not h.startswith("pytest_critic22_")}
+    hooks -= _pytest_hooks()  # what remains are other plugins' hooks
     blocked = []
     for name, names in plugins:
         if name not in BLOCKABLE or names & words:
             continue
         if name.startswith("xdist") and _XDIST_OPTS.search(text):
             continue
-        if hooks and _defines_a_hook(name, hooks):
+        if (hooks or unread) and _defines_a_hook(name, hooks, unread):
             continue  # without it pytest refuses the project's hook (unknown hook)
         blocked.append(name)
     return tuple(blocked)
@@ -113,9 +120,11 @@ def _pytest_hooks() -> frozenset[str]:
     return frozenset(name for name in vars(hookspec) if name.startswith("pytest_"))
 
 
-def _defines_a_hook(plugin: str, hooks: set[str]) -> bool:
+def _defines_a_hook(plugin: str, hooks: set[str], unread: bool) -> bool:
     source = _plugin_source(plugin)
-    return source is None or any(re.search(rf"\bdef {h}\s*\(", source) for h in hooks)
+    if source is None or (unread and "add_hookspecs" in source):
+        return True
+    return any(re.search(rf"\bdef {h}\s*\(", source) for h in hooks)
 
 
 def review_blocks(repo: Path, args: Sequence[str], environ: Mapping[str, str]) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ class GatedRun(Protocol):
     results: dict[str, FindingResult]
     reported: set[str]
     notes: list[str]
+    stopped: bool  # Ctrl-C or pytest.exit()
 
     @property
     def built_trees(self) -> bool: ...
@@ -53,7 +54,7 @@ def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Di
         if (r := results.get(key)) is not None
     ]
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
-        session.shouldfail or session.shouldstop
+        plugin.stopped or session.shouldfail or session.shouldstop
     )
     problems = list(review.problems)
     missing = [i for i in review.expected_items() if i not in results]

@@ -129,6 +129,7 @@ class Critic22Plugin:
         self.notes: list[str] = []  # what the run adds to the review's notes as it goes
         self.disposition: Disposition | None = None
         self.reported: set[str] = set()  # generated items that sent a report
+        self.stopped = False  # Ctrl-C or pytest.exit(), whatever exit status it asked for
         self.generated_count = 0
         self._kinds: KindRegistry | None = None
         self._checks: CheckRegistry | None = None
@@ -414,6 +415,9 @@ class Critic22Plugin:
                 continue
             if result.finding_id == owed[item]:
                 self.results[result.finding_id] = result
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.stopped = True  # pytest.exit(returncode=0) too: what did not run was not looked at
 
     # -- the gate and the reports ----------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

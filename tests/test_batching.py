@@ -411,6 +411,13 @@ def test_a_project_that_implements_a_plugins_hook_or_leaves_it_out_keeps_what_it
     # pytest refuses a hook no loaded plugin defines: xdist's, in a conftest, keeps xdist
     (tmp_path / "conftest.py").write_text("def pytest_configure_node(node):\n    pass\n")
     assert "xdist" not in blocked_plugins(tmp_path, ["test_a.py"])
+    # hooks in modules this scan does not read, or named another way: xdist is kept as well
+    for conftest in ('pytest_plugins = ["helpers"]\n', "@hookimpl(specname='pytest_x')\n"):
+        other = tmp_path / f"other{len(conftest)}"
+        other.mkdir()
+        (other / "conftest.py").write_text(conftest)
+        kept = blocked_plugins(other, [])
+        assert "xdist" not in kept and "hypothesispytest" in kept, conftest
     # a -p no:NAME is no use of NAME, and leaves the next option alone
     addopts = 'addopts = ["-p","no:xdist","--cov=pkg"]'
     bare = tmp_path / "bare"

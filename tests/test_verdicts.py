@@ -228,3 +228,20 @@ def test_items_pytest_never_ran_after_an_internal_error_make_the_review_incomple
     assert disposition["verdict"] == "incomplete"  # not "proceed": nothing was looked at
     problems = " ".join(disposition["problems"])  # type: ignore[arg-type]
     assert "pytest ended with exit status 3 before these ran: F1" in problems
+
+
+@pytest.mark.e2e
+def test_items_a_pytest_exit_stopped_before_they_ran_make_the_review_incomplete(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest.exit(returncode=0) from a conftest once collection is done: exit status 0 asked
+    make_sample(pytester, "textstats")
+    (pytester.path / "conftest.py").write_text(
+        "import pytest\n\ndef pytest_collection_finish(session):\n"
+        "    pytest.exit('stop here', returncode=0)\n"
+    )
+    result, disposition = _review(pytester, f"--critic22-findings={DROPS / 'findings.json'}")
+    assert disposition["verdict"] == "incomplete"  # not "proceed": nothing was looked at
+    assert disposition["interrupted"] is True
+    assert "interrupted before these ran: F1" in " ".join(disposition["problems"])  # type: ignore[arg-type]
+    assert result.ret != 0
