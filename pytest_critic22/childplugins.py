@@ -49,6 +49,8 @@ _HOOK_DEFINED = re.compile(r"\bdef (pytest_\w+)\s*\(")
 _UNREAD_HOOKS = re.compile(
     r"\bpytest_plugins\b|\bspecname\s*=|pluginmanager\.register\b|(?:^|\s)-p\s*(?!no:)[\w.]"
 )
+# A node id that is not there, as pytest reports it (exit status 4).
+_NOT_FOUND = re.compile(r"ERROR: not found: \S")
 # A missing fixture, as pytest reports it in a test's setup error.
 _MISSING_FIXTURE = re.compile(
     r"^E +fixture '([A-Za-z_]\w*)' not found\n> +available fixtures:", re.M
@@ -136,16 +138,29 @@ def review_blocks(repo: Path, args: Sequence[str], environ: Mapping[str, str]) -
     return blocked_plugins(repo, [], also=" ".join(words))
 
 
-def blocked_plugins_innocent(cases: Sequence[Case], blocked: Sequence[str]) -> bool:
+def blocked_plugins_innocent(
+    cases: Sequence[Case],
+    blocked: Sequence[str],
+    output: str = "",
+    code: int | None = None,
+    requested: Sequence[str] = (),
+) -> bool:
     """True when a run's errors cannot come from the ``blocked`` plugins, so a run with every
     plugin would fail the same way: each error is a test module whose import raised
     ImportError (or ModuleNotFoundError) or that does not parse (the critic's test importing
     a name the tree lacks, a tree without a generated file: no plugin on :data:`BLOCKABLE`
     hooks imports or parsing), or a missing fixture that no blocked plugin's distribution
     defines in its source (``def NAME(`` or ``name="NAME"``: a plugin that is not installed,
-    say). Any other error (an unknown option or marker, an error in a conftest or in setup)
-    may be, and is run again."""
+    say). So is a usage error (exit ``code`` 4) whose every error line in the ``output``
+    says a test is not found, when no ``requested`` node id names a parameter (a plugin can
+    parametrize: anyio's backends; pytest reports the function's id either way). Any other
+    error (an unknown option or marker, an error in a conftest or in
+    setup) may be, and is run again."""
     errors = [case for case in cases if case.status == "error"]
+    if not errors and code == 4:
+        said = [line for line in output.splitlines() if line.startswith("ERROR:")]
+        missing = [line for line in said if _NOT_FOUND.match(line)]
+        return bool(said) and len(missing) == len(said) and not any("[" in r for r in requested)
     return bool(errors) and all(_innocent(case.text, blocked) for case in errors)
 
 

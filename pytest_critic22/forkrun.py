@@ -136,7 +136,8 @@ def run_forked(
     if done is None:
         return [None for _ in requests]
     return [
-        _result(done.get(index, []), timeout, k, blocked, base_env) for index, k in enumerate(tries)
+        _result(done.get(index, []), timeout, k, blocked, base_env, request.args)
+        for index, (k, request) in enumerate(zip(tries, requests, strict=True))
     ]
 
 
@@ -202,13 +203,15 @@ def _result(
     attempts: int,
     blocked: Sequence[str],
     environ: Mapping[str, str],
+    requested: Sequence[str] = (),
 ) -> tuple[RunResult, list[Case]] | None:
     if not records:
         return None
     done = [_run(record, timeout, attempts, environ) for record in records]
     first, cases = done[0]
     failed_with_blocks = first.status == "error" and first.exit_code is not None and blocked
-    if failed_with_blocks and not blocked_plugins_innocent(cases, blocked):
+    innocent = blocked_plugins_innocent(cases, blocked, first.output, first.exit_code, requested)
+    if failed_with_blocks and not innocent:
         return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
     return replace(first, then=tuple(run for run, _ in done[1:])), cases
 

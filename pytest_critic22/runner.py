@@ -216,7 +216,7 @@ def run_cases(
             return RunResult("error", _no_end(limit, attempts), None, seconds, output=out), []
         result = interpret(code, cases, out, seconds)
         retry = block and result.status == "error" and code in (1, 2, 3, 4, 5)
-        if not retry or blocked_plugins_innocent(cases, block):  # cannot be theirs
+        if not retry or blocked_plugins_innocent(cases, block, out, code, args):
             break
     return result, cases
 

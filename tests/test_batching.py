@@ -481,6 +481,26 @@ def test_a_blocked_run_is_run_again_whole_unless_its_modules_failed_to_import(
         assert blocked_plugins_innocent(cases, ["xdist"])  # so it was not run again
 
 
+@pytest.mark.parametrize(
+    ("nodeid", "children"),
+    [
+        ("test_a.py::test_no_such_test", 1),  # the critic names a test that is not there
+        ("test_a.py::test_p[asyncio]", 2),  # parametrized: a plugin's parameters, maybe
+    ],
+    ids=["not there", "a parameter not there"],
+)
+def test_a_test_that_is_not_there_is_run_again_whole_only_if_a_plugin_could_add_it(
+    tmp_path: Path, nodeid: str, children: int
+) -> None:
+    if "xdist" not in blocked_plugins(tmp_path, []):
+        pytest.skip("needs xdist installed (and so blocked here)")
+    body = "def test_present():\n    pass"
+    (tmp_path / "test_a.py").write_text(COUNTED.format(name="test_a", body=body))
+    result, _ = run_cases(tmp_path, [nodeid], timeout=60, pythonpath=[tmp_path])
+    assert result.status == "error" and result.exit_code == 4
+    assert len((tmp_path / "test_a.n").read_text()) == children
+
+
 def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
     failed = "collection failure\nImportError while importing test module 'x'.\nE   ImportError: y"
     syntax = 'collection failure\nE     File "t.py", line 1\nE   SyntaxError: invalid syntax'
@@ -511,6 +531,12 @@ def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
     # pytest's own missing-fixture report, not an exception's message that reads like one
     message = "failed on setup with RuntimeError\nE       fixture 'benchmark' not found\n"
     assert not innocent(Case("t::a", "error", "t.py::a", text=message))
+    # a usage error: only "not found" lines, none of a parameter, stand
+    gone = "ERROR: not found: /t/test_a.py::test_x\n(no match in any of [<Module test_a.py>])"
+    assert blocked_plugins_innocent([], blocked, gone, 4, ["test_a.py::test_x"])
+    assert not blocked_plugins_innocent([], blocked, gone, 4, ["test_a.py::test_x[1]"])
+    assert not blocked_plugins_innocent([], blocked, "ERROR: usage: unrecognized arguments", 4)
+    assert not blocked_plugins_innocent([], blocked, gone, 1)  # not a usage error
     # a plugin whose files cannot be listed may define any fixture
     assert not blocked_plugins_innocent(
         [Case("t::a", "error", "t.py::a", text=fixture("benchmark"))], ["no-such-plugin"]
