@@ -12,7 +12,8 @@ short list (:data:`BLOCKABLE`) are ever blocked: those whose absence cannot turn
 outcome when the project never names them. A run that still ends in an error with plugins
 blocked is run again with every plugin (the caller does that), unless its errors cannot be
 theirs (:func:`blocked_plugins_innocent`): test modules that failed to import (none of those
-plugins changes what a module imports or how it parses) or fixtures none of them defines.
+plugins changes what a module imports or how it parses), fixtures none of them defines, tests
+that are not there.
 """
 
 from __future__ import annotations
@@ -154,8 +155,8 @@ def blocked_plugins_innocent(
     say). So is a usage error (exit ``code`` 4) whose every error line in the ``output``
     says a test is not found, when no ``requested`` node id names a parameter (a plugin can
     parametrize: anyio's backends; pytest reports the function's id either way). Any other
-    error (an unknown option or marker, an error in a conftest or in
-    setup) may be, and is run again."""
+    error (an unknown option or marker, an error in a conftest or in setup) may be, and is
+    run again."""
     errors = [case for case in cases if case.status == "error"]
     if not errors and code == 4:
         said = [line for line in output.splitlines() if line.startswith("ERROR:")]

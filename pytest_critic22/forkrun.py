@@ -209,10 +209,10 @@ def _result(
         return None
     done = [_run(record, timeout, attempts, environ) for record in records]
     first, cases = done[0]
-    failed_with_blocks = first.status == "error" and first.exit_code is not None and blocked
-    innocent = blocked_plugins_innocent(cases, blocked, first.output, first.exit_code, requested)
-    if failed_with_blocks and not innocent:
-        return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
+    if first.status == "error" and first.exit_code is not None and blocked:
+        code, output = first.exit_code, first.output
+        if not blocked_plugins_innocent(cases, blocked, output, code, requested):
+            return None  # maybe a blocked plugin's doing: a run of its own, whole, decides
     return replace(first, then=tuple(run for run, _ in done[1:])), cases
 
 

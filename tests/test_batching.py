@@ -441,11 +441,17 @@ def test_a_run_that_errors_with_plugins_blocked_is_run_again_with_all(tmp_path: 
     assert result.status == "passed"
 
 
-# Each import of the module counts itself in a file beside it, then fails the way the body says.
-COUNTED = (
-    "import pathlib\n\nwith open(pathlib.Path(__file__).with_name('{name}.n'), 'a') as f:\n"
-    "    f.write('x')\n{body}\n"
+# Every child pytest that starts in the tree counts itself in a file beside this conftest.
+COUNTING = (
+    "import pathlib\n\ndef pytest_sessionstart(session):\n"
+    "    with open(pathlib.Path(__file__).with_name('children.n'), 'a') as f:\n"
+    "        f.write('x')\n"
 )
+
+
+def _children(tree: Path) -> int:
+    counted = tree / "children.n"
+    return len(counted.read_text()) if counted.exists() else 0
 
 
 @pytest.mark.parametrize(
@@ -453,7 +459,7 @@ COUNTED = (
     [
         ("from os import no_such_name", "error", 1),  # the critic's test imports what is not
         ("import no_such_module_anywhere", "error", 1),
-        ("def broken(:", "error", 0),  # does not parse: the counting line never runs
+        ("def broken(:", "error", 1),  # does not parse
         # worker_id is xdist's fixture: the run with every plugin has it, and decides
         ("def test_f(worker_id):\n    pass", "passed", 2),
         # no installed plugin defines this one: every plugin in would not help
@@ -472,13 +478,11 @@ def test_a_blocked_run_is_run_again_whole_unless_its_modules_failed_to_import(
 ) -> None:
     if "xdist" not in blocked_plugins(tmp_path, []):
         pytest.skip("needs xdist installed (and so blocked here)")
-    (tmp_path / "test_a.py").write_text(COUNTED.format(name="test_a", body=body))
-    result, cases = run_cases(tmp_path, ["test_a.py"], timeout=60, pythonpath=[tmp_path])
+    (tmp_path / "conftest.py").write_text(COUNTING)
+    (tmp_path / "test_a.py").write_text(body + "\n")
+    result, _ = run_cases(tmp_path, ["test_a.py"], timeout=60, pythonpath=[tmp_path])
     assert result.status == status
-    counted = tmp_path / "test_a.n"
-    assert (len(counted.read_text()) if counted.exists() else 0) == children
-    if body.startswith("def broken"):
-        assert blocked_plugins_innocent(cases, ["xdist"])  # so it was not run again
+    assert _children(tmp_path) == children
 
 
 @pytest.mark.parametrize(
@@ -494,11 +498,11 @@ def test_a_test_that_is_not_there_is_run_again_whole_only_if_a_plugin_could_add_
 ) -> None:
     if "xdist" not in blocked_plugins(tmp_path, []):
         pytest.skip("needs xdist installed (and so blocked here)")
-    body = "def test_present():\n    pass"
-    (tmp_path / "test_a.py").write_text(COUNTED.format(name="test_a", body=body))
+    (tmp_path / "conftest.py").write_text(COUNTING)
+    (tmp_path / "test_a.py").write_text("def test_present():\n    pass\n")
     result, _ = run_cases(tmp_path, [nodeid], timeout=60, pythonpath=[tmp_path])
     assert result.status == "error" and result.exit_code == 4
-    assert len((tmp_path / "test_a.n").read_text()) == children
+    assert _children(tmp_path) == children
 
 
 def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
