@@ -4,7 +4,9 @@ Every problem is one ``pytest.UsageError`` line."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,14 @@ if TYPE_CHECKING:
     from pytest_critic22.settings import ReviewOptions
     from pytest_critic22.trees import TreeSetup
 
-__all__ = ["check_outputs_of", "ledger_path", "resolve_base", "resolve_sandbox", "tree_setup"]
+__all__ = [
+    "check_outputs_of",
+    "ledger_path",
+    "resolve_base",
+    "resolve_sandbox",
+    "start_probe",
+    "tree_setup",
+]
 
 
 def ledger_path(config: pytest.Config) -> Path:
@@ -78,6 +87,30 @@ def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> 
     )
 
 
+def start_probe(config: pytest.Config) -> threading.Thread | None:
+    """Begin the bubblewrap probe (``sandbox.probe_bwrap``, once per process) in a thread, on
+    the controller when the sandbox may be bubblewrap: its child, a Python started in the
+    sandbox, takes about 0.1 s of waiting, which the controller spends reading the rest of
+    its configuration. Join it before :func:`resolve_sandbox`, which then finds the answer
+    (a probe that raised is not cached: that call probes again, and raises in its place)."""
+    if getattr(config, "workerinput", None) is not None or _requested(config) == "rlimits":
+        return None
+    from pytest_critic22.sandbox import probe_bwrap
+
+    def probe() -> None:
+        with contextlib.suppress(Exception):
+            probe_bwrap()
+
+    thread = threading.Thread(target=probe, name="critic22-probe", daemon=True)
+    thread.start()
+    return thread
+
+
+def _requested(config: pytest.Config) -> str:
+    value = config.getoption("critic22_sandbox") or config.getini("critic22_sandbox") or "auto"
+    return str(value).strip()
+
+
 def resolve_sandbox(config: pytest.Config) -> Sandbox:
     """The run's sandbox: the controller probes once, its xdist workers take its answer."""
     from pytest_critic22.sandbox import Sandbox, SandboxError, resolve
@@ -86,15 +119,12 @@ def resolve_sandbox(config: pytest.Config) -> Sandbox:
     if workerinput is not None and "critic22_sandbox" in workerinput:
         mode, names, note = workerinput["critic22_sandbox"]
         return Sandbox(mode, tuple(names), note)
-    requested = config.getoption("critic22_sandbox") or str(
-        config.getini("critic22_sandbox") or "auto"
-    )
     names = [
         *(config.getini("critic22_pass_env") or []),
         *(config.getoption("critic22_pass_env") or []),
     ]
     try:
-        return resolve(requested.strip(), names)
+        return resolve(_requested(config), names)
     except SandboxError as exc:
         raise pytest.UsageError(str(exc)) from None
 

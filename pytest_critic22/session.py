@@ -56,6 +56,25 @@ PLUGIN_KEY = pytest.StashKey["Critic22Plugin"]()
 
 def configure(config: pytest.Config) -> Critic22Plugin:
     """Read and check everything the user gave; build nothing yet."""
+    from pytest_critic22.runconfig import start_probe
+
+    try:
+        opts = ReviewOptions.from_config(config)
+        inputs = read_inputs(opts)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    probe = start_probe(config)  # its child runs while the rest is read
+    try:
+        return _configure(config, opts, inputs)
+    finally:
+        if probe is not None:
+            probe.join()  # never left running: its temporary folder goes with it
+
+
+def _configure(config: pytest.Config, opts: ReviewOptions, inputs: Inputs) -> Critic22Plugin:
+    import importlib
+
+    from pytest_critic22.formats import FORMATS
     from pytest_critic22.gitio import toplevel
     from pytest_critic22.review import check_user_nodeids
     from pytest_critic22.runconfig import (
@@ -66,11 +85,6 @@ def configure(config: pytest.Config) -> Critic22Plugin:
         tree_setup,
     )
 
-    try:
-        opts = ReviewOptions.from_config(config)
-        inputs = read_inputs(opts)
-    except InputError as exc:
-        raise pytest.UsageError(str(exc)) from None
     repo = toplevel(config.rootpath) or toplevel(config.invocation_params.dir)
     if repo is None:
         raise pytest.UsageError(
@@ -88,18 +102,15 @@ def configure(config: pytest.Config) -> Critic22Plugin:
             check_user_nodeids(opts, inputs, repo, base)
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
+    # The report formats write on the controller only. Imported while the probe's child runs.
+    formats = [(n, importlib.import_module(n)) for n in FORMATS] if workerinput is None else []
     sandbox = resolve_sandbox(config)
     trees = TreeSet(repo, base, ledger.run_id, warm=not opts.fresh_trees)
     trees.setup = tree_setup(config, sandbox, opts)
     plugin = Critic22Plugin(config, opts, inputs, ledger, trees, sandbox)
-    if workerinput is None:  # the report formats write on the controller only
-        import importlib
-
-        from pytest_critic22.formats import FORMATS
-
-        for name in FORMATS:
-            if not config.pluginmanager.has_plugin(name):
-                config.pluginmanager.register(importlib.import_module(name), name)
+    for name, module in formats:
+        if not config.pluginmanager.has_plugin(name):
+            config.pluginmanager.register(module, name)
     if workerinput is not None and "critic22_review" in workerinput:
         plugin.review = plugin.review_from_controller(workerinput["critic22_review"])
     return plugin

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -328,3 +330,22 @@ def test_a_user_node_id_outside_the_repository_is_one_error(
 ) -> None:
     line = refused(pytester, repo, "--critic22=p.diff", f"{option}={value}", words=words)
     assert line.startswith(f"ERROR: {option}:")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap: nothing is probed")
+def test_a_usage_error_found_while_the_sandbox_probe_runs_waits_for_it(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bubblewrap probe runs in a thread while the rest of the configuration is read
+    (runconfig.start_probe). A usage error found meanwhile joins it before pytest ends: its
+    child has ended and its temporary folder is gone."""
+    from pytest_critic22 import sandbox
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    sandbox.probe_bwrap.cache_clear()  # this process may have probed already
+    result = pytester.runpytest_inprocess("--critic22=p.diff", f"--critic22-report={tmp_path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert sandbox.probe_bwrap.cache_info().currsize == 1  # it did probe
+    assert list(temp.iterdir()) == []
