@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_outputs_of",
+    "end_probe",
     "ledger_path",
     "resolve_base",
     "resolve_sandbox",
@@ -87,23 +88,41 @@ def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> 
     )
 
 
-def start_probe(config: pytest.Config) -> threading.Thread | None:
+def start_probe(config: pytest.Config) -> threading.Event | None:
     """Begin the bubblewrap probe (``sandbox.probe_bwrap``, once per process) in a thread, on
     the controller when the sandbox may be bubblewrap: its child, a Python started in the
     sandbox, takes about 0.1 s of waiting, which the controller spends reading the rest of
-    its configuration. Join it before :func:`resolve_sandbox`, which then finds the answer
-    (a probe that raised is not cached: that call probes again, and raises in its place)."""
+    its configuration. Returns what :func:`end_probe` waits for, before
+    :func:`resolve_sandbox`, which then finds the answer (a probe that raised is not cached:
+    that call probes again, and raises in its place)."""
     if getattr(config, "workerinput", None) is not None or _requested(config) == "rlimits":
         return None
     from pytest_critic22.sandbox import probe_bwrap
 
-    def probe() -> None:
-        with contextlib.suppress(Exception):
-            probe_bwrap()
+    ended = threading.Event()
 
-    thread = threading.Thread(target=probe, name="critic22-probe", daemon=True)
-    thread.start()
-    return thread
+    def probe() -> None:
+        try:
+            with contextlib.suppress(Exception):
+                probe_bwrap()
+        finally:
+            ended.set()  # its temporary folder is removed by then
+
+    threading.Thread(target=probe, name="critic22-probe", daemon=True).start()
+    return ended
+
+
+def end_probe(ended: threading.Event | None) -> None:
+    """Wait for the probe to end, a Ctrl-C meanwhile too (then raised): its child ends at
+    the same Ctrl-C, and its temporary folder is removed before the run stops. An event, not
+    ``Thread.join``: Python 3.11's join, interrupted, takes the thread for ended."""
+    if ended is None:
+        return
+    try:
+        ended.wait()
+    except KeyboardInterrupt:
+        ended.wait()
+        raise
 
 
 def _requested(config: pytest.Config) -> str:

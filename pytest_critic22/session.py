@@ -56,7 +56,7 @@ PLUGIN_KEY = pytest.StashKey["Critic22Plugin"]()
 
 def configure(config: pytest.Config) -> Critic22Plugin:
     """Read and check everything the user gave; build nothing yet."""
-    from pytest_critic22.runconfig import start_probe
+    from pytest_critic22.runconfig import end_probe, start_probe
 
     try:
         opts = ReviewOptions.from_config(config)
@@ -67,8 +67,7 @@ def configure(config: pytest.Config) -> Critic22Plugin:
     try:
         return _configure(config, opts, inputs)
     finally:
-        if probe is not None:
-            probe.join()  # never left running: its temporary folder goes with it
+        end_probe(probe)  # never left running: its temporary folder goes with it
 
 
 def _configure(config: pytest.Config, opts: ReviewOptions, inputs: Inputs) -> Critic22Plugin:

@@ -9,8 +9,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -349,3 +354,43 @@ def test_a_usage_error_found_while_the_sandbox_probe_runs_waits_for_it(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert sandbox.probe_bwrap.cache_info().currsize == 1  # it did probe
     assert list(temp.iterdir()) == []
+
+
+def test_a_ctrl_c_while_the_probe_runs_waits_for_it_then_stops_the_run() -> None:
+    """runconfig.end_probe: Ctrl-C reaches the waiting controller; it waits for the probe
+    still (its child ends at the same Ctrl-C, its folder is removed), then stops."""
+    from pytest_critic22.runconfig import end_probe
+
+    interrupted, cleaned, ended = threading.Event(), threading.Event(), threading.Event()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    def probe() -> None:  # the Ctrl-C comes while the controller waits for it
+        main = threading.main_thread().ident or 0
+        while not _waiting(sys._current_frames()[main]):
+            time.sleep(0.001)
+        signal.pthread_kill(main, signal.SIGINT)
+        interrupted.wait()
+        time.sleep(0.2)  # still cleaning up: the controller must not be gone yet
+        cleaned.set()
+        ended.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        threading.Thread(target=probe, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            end_probe(ended)
+        assert cleaned.is_set()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _waiting(frame: Any) -> bool:
+    """The thread of ``frame`` waits in ``threading``, called by ``end_probe``."""
+    names = []
+    while frame is not None:
+        names.append((frame.f_code.co_filename == threading.__file__, frame.f_code.co_name))
+        frame = frame.f_back
+    return bool(names) and names[0][0] and (False, "end_probe") in names
