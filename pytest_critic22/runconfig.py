@@ -88,18 +88,21 @@ def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> 
     )
 
 
+_PROBE = pytest.StashKey[threading.Event]()
+
+
 def start_probe(config: pytest.Config) -> threading.Event | None:
     """Begin the bubblewrap probe (``sandbox.probe_bwrap``, once per process) in a thread, on
     the controller when the sandbox may be bubblewrap: its child, a Python started in the
     sandbox, takes about 0.1 s of waiting, which the controller spends reading the rest of
-    its configuration. Returns what :func:`end_probe` waits for, before
-    :func:`resolve_sandbox`, which then finds the answer (a probe that raised is not cached:
-    that call probes again, and raises in its place)."""
+    its configuration. Returns what :func:`end_probe` waits for; :func:`resolve_sandbox`
+    waits for it too, then finds the answer cached (a probe that raised is not: that call
+    probes again, and raises in its place), never probing beside it."""
     if getattr(config, "workerinput", None) is not None or _requested(config) == "rlimits":
         return None
     from pytest_critic22.sandbox import probe_bwrap
 
-    ended = threading.Event()
+    ended = config.stash[_PROBE] = threading.Event()
 
     def probe() -> None:
         try:
@@ -122,6 +125,9 @@ def end_probe(ended: threading.Event | None) -> None:
         ended.wait()
     except KeyboardInterrupt:
         ended.wait()
+        from pytest_critic22.sandbox import probe_bwrap
+
+        probe_bwrap.cache_clear()  # "bwrap exited -2": the Ctrl-C's, not bubblewrap's
         raise
 
 
@@ -138,6 +144,7 @@ def resolve_sandbox(config: pytest.Config) -> Sandbox:
     if workerinput is not None and "critic22_sandbox" in workerinput:
         mode, names, note = workerinput["critic22_sandbox"]
         return Sandbox(mode, tuple(names), note)
+    end_probe(config.stash.get(_PROBE, None))
     names = [
         *(config.getini("critic22_pass_env") or []),
         *(config.getoption("critic22_pass_env") or []),

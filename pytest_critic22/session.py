@@ -67,7 +67,7 @@ def configure(config: pytest.Config) -> Critic22Plugin:
     try:
         return _configure(config, opts, inputs)
     finally:
-        end_probe(probe)  # never left running: its temporary folder goes with it
+        end_probe(probe)  # never left running (a usage error): its folder goes with it
 
 
 def _configure(config: pytest.Config, opts: ReviewOptions, inputs: Inputs) -> Critic22Plugin:
@@ -103,7 +103,7 @@ def _configure(config: pytest.Config, opts: ReviewOptions, inputs: Inputs) -> Cr
             raise pytest.UsageError(str(exc)) from None
     # The report formats write on the controller only. Imported while the probe's child runs.
     formats = [(n, importlib.import_module(n)) for n in FORMATS] if workerinput is None else []
-    sandbox = resolve_sandbox(config)
+    sandbox = resolve_sandbox(config)  # after the probe has ended (its answer cached)
     trees = TreeSet(repo, base, ledger.run_id, warm=not opts.fresh_trees)
     trees.setup = tree_setup(config, sandbox, opts)
     plugin = Critic22Plugin(config, opts, inputs, ledger, trees, sandbox)

@@ -6,6 +6,7 @@ leaves no run folder in the temp dir, and creates no file in the repository.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -369,10 +370,11 @@ def test_a_ctrl_c_while_the_probe_runs_waits_for_it_then_stops_the_run() -> None
 
     def probe() -> None:  # the Ctrl-C comes while the controller waits for it
         main = threading.main_thread().ident or 0
-        while not _waiting(sys._current_frames()[main]):
+        deadline = time.monotonic() + 60
+        while not _waiting(sys._current_frames()[main]) and time.monotonic() < deadline:
             time.sleep(0.001)
         signal.pthread_kill(main, signal.SIGINT)
-        interrupted.wait()
+        interrupted.wait(timeout=60)
         time.sleep(0.2)  # still cleaning up: the controller must not be gone yet
         cleaned.set()
         ended.set()
@@ -388,9 +390,43 @@ def test_a_ctrl_c_while_the_probe_runs_waits_for_it_then_stops_the_run() -> None
 
 
 def _waiting(frame: Any) -> bool:
-    """The thread of ``frame`` waits in ``threading``, called by ``end_probe``."""
-    names = []
-    while frame is not None:
-        names.append((frame.f_code.co_filename == threading.__file__, frame.f_code.co_name))
+    """The thread of ``frame`` is blocked in ``Condition.wait``'s ``waiter.acquire()`` (a
+    signal there leaves the condition's lock as it should be), called by ``end_probe``."""
+    lines, first = inspect.getsourcelines(threading.Condition.wait)
+    blocking = max(first + i for i, line in enumerate(lines) if line.strip() == "waiter.acquire()")
+    if frame is None or (frame.f_code, frame.f_lineno) != (
+        threading.Condition.wait.__code__,
+        blocking,
+    ):
+        return False
+    while frame is not None and frame.f_code.co_name != "end_probe":
         frame = frame.f_back
-    return bool(names) and names[0][0] and (False, "end_probe") in names
+    return frame is not None
+
+
+def test_the_sandbox_is_resolved_after_the_probe_ended_never_beside_it(
+    pytester: pytest.Pytester, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runconfig.resolve_sandbox waits for the probe the configuration started: a second
+    probe beside a slow first one would run bubblewrap twice, and could decide the run's
+    sandbox on one answer while the cache keeps the other."""
+    from pytest_critic22 import sandbox
+
+    lock, inside, calls = threading.Lock(), [0], []
+    controller_probed = threading.Event()
+
+    def probe() -> str:
+        with lock:
+            inside[0] += 1
+            calls.append((threading.current_thread().name, inside[0]))
+        if threading.current_thread() is threading.main_thread():
+            controller_probed.set()
+        else:  # slow: the controller would probe beside it were it not waiting
+            controller_probed.wait(timeout=1)
+        with lock:
+            inside[0] -= 1
+        return "a probe that says no"
+
+    monkeypatch.setattr(sandbox, "probe_bwrap", probe)
+    pytester.parseconfigure("--critic22=p.diff")
+    assert calls == [("critic22-probe", 1), ("MainThread", 1)]
