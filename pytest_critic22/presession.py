@@ -54,10 +54,11 @@ _PRINTED: list[bytes] = []  # what the preparation printed (its tail), for every
 _PRINTED_TAIL = 64 * 1024  # the zygote sends a session's output tail of this size
 
 
-def prepare(args: Sequence[str], seconds: float, home: str) -> tuple[Any, str]:
+def prepare(args: Sequence[str], seconds: float, home: str, sessions: int = 3) -> tuple[Any, str]:
     """(pytest's configuration for ``args``, "") or (None, why not). ``seconds``: a session's
     time limit, which the preparation gets too (a conftest that hangs on import ends the zygote:
-    its jobs then run as children of their own); ``home``: the sessions' HOME."""
+    its jobs then run as children of their own); ``home``: the sessions' HOME; ``sessions``:
+    how many will start from it (the scan of :func:`_scan_once` pays from the third on)."""
     import _pytest.config as config_module
     import pytest
 
@@ -102,6 +103,8 @@ def prepare(args: Sequence[str], seconds: float, home: str) -> tuple[Any, str]:
     why = _unfaithful(config, before, _state(capture_fds(config)))
     if not why:
         _warm()
+        if sessions > 2:
+            _scan_once(config)
     if made:
         with contextlib.suppress(OSError):
             os.rmdir(home)  # each session makes it again, as it finds the zygote's sandbox
@@ -155,6 +158,128 @@ def _warm() -> None:
 
     with contextlib.suppress(Exception):
         inspect.getmodule(None, "/critic22-no-such-file")
+
+
+#: The classes of pytest's own plugin instances that each session registers anew; the rest of
+#: pytest's are those the prepared configuration holds.
+_SESSION_PLUGINS = (
+    ("_pytest.main", "Session"),
+    ("_pytest.fixtures", "FixtureManager"),
+    ("_pytest.terminal", "TerminalReporter"),
+    ("_pytest.logging", "LoggingPlugin"),
+    ("_pytest.junitxml", "LogXML"),
+)
+
+
+def _scan_once(config: Any) -> None:
+    """pytest's scan of its own plugins for fixtures, done once, here.
+
+    At every session's start, its fixture manager looks at every name of every plugin
+    registered (some forty, two thousand names, each unwrapped in search of a hidden fixture:
+    about a sixth of a short session's own time here). The zygote runs that scan — pytest's
+    own code, on a stand-in manager that records instead of registering — on pytest's own
+    plugin modules and on the classes of pytest's own plugin instances. A session's manager
+    then registers exactly what was recorded, in that order, for such a module, and nothing
+    for an instance of such a class whose scan found nothing, as long as their names still
+    hold the very objects they held here; it scans every other plugin itself (the project's,
+    conftest files, other packages', an instance with fixtures). Nothing is recorded when this
+    pytest's manager is not the one recorded here: a scan that warns, raises, or touches more
+    of the manager than its fixtures."""
+    import importlib
+    import inspect
+    import types
+
+    try:
+        from _pytest import fixtures
+
+        original = fixtures.FixtureManager.pytest_plugin_registered
+        if list(inspect.signature(original).parameters) != ["self", "plugin", "plugin_name"]:
+            return
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return
+    stand_in = object()  # each session, whose manager registers the fixtures
+    modules: dict[int, tuple[Any, Any, list[dict[str, Any]]]] = {}  # by identity
+    empty: dict[type, Any] = {}  # a class whose instances' scans find nothing
+
+    def pytest_plugin_registered(self: Any, plugin: Any, plugin_name: str) -> None:
+        entry = modules.get(id(plugin))
+        if entry is not None and entry[0] is plugin and _same(plugin, entry[1]):
+            for call in entry[2]:
+                self._register_fixture(
+                    **{key: self.session if v is stand_in else v for key, v in call.items()}
+                )
+            return
+        kind = type(plugin)
+        if kind in empty and _same(kind, empty[kind]):
+            return
+        original(self, plugin, plugin_name)
+
+    pytest_plugin_registered.__doc__ = original.__doc__
+    pytest_plugin_registered.__wrapped__ = original  # type: ignore[attr-defined]
+    # first, so that the manager's own class is recorded as each session finds it
+    fixtures.FixtureManager.pytest_plugin_registered = pytest_plugin_registered  # type: ignore[method-assign]
+    holders = [
+        plugin if isinstance(plugin, types.ModuleType) else type(plugin)
+        for plugin in config.pluginmanager.get_plugins()
+    ]
+    for module, name in _SESSION_PLUGINS:
+        with contextlib.suppress(Exception):
+            holders.append(getattr(importlib.import_module(module), name))
+    for holder in dict.fromkeys(holders):
+        is_module = isinstance(holder, types.ModuleType)
+        where = holder.__name__ if is_module else getattr(holder, "__module__", "")
+        if not str(where).startswith("_pytest."):
+            continue
+        calls = _record(original, config, holder, stand_in)
+        if calls is not None and is_module:
+            modules[id(holder)] = (holder, _names(holder), calls)
+        elif calls == [] and isinstance(holder, type):
+            empty[holder] = _names(holder)
+
+
+def _record(original: Any, config: Any, holder: Any, stand_in: object) -> Any:
+    """What pytest's scan of ``holder`` registers (each call's arguments), or None."""
+    import warnings
+
+    from _pytest import fixtures
+
+    if any("__dir__" in vars(k) for k in _layers(holder) if k is not object):
+        return None  # names a look-up makes: not the same each time
+    calls: list[dict[str, Any]] = []
+    recorder = object.__new__(fixtures.FixtureManager)
+    fields = {"session": stand_in, "config": config, "_pending_conftests": {}}
+    recorder.__dict__.update(fields, _register_fixture=lambda **kw: calls.append(kw))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            original(recorder, holder, getattr(holder, "__name__", ""))
+    except Exception:
+        return None
+    if caught or set(recorder.__dict__) != {*fields, "_register_fixture"}:
+        return None
+    return calls
+
+
+def _layers(holder: Any) -> tuple[Any, ...]:
+    return holder.__mro__ if isinstance(holder, type) else (holder,)
+
+
+def _names(holder: Any) -> tuple[tuple[Any, ...], list[dict[str, Any]]]:
+    """What a scan of ``holder`` reads: its classes (a class) and each one's names."""
+    layers = _layers(holder)
+    return layers, [dict(vars(k)) for k in layers]
+
+
+def _same(holder: Any, names: tuple[tuple[Any, ...], list[dict[str, Any]]]) -> bool:
+    layers = _layers(holder)
+    if len(layers) != len(names[0]) or any(
+        a is not b for a, b in zip(layers, names[0], strict=True)
+    ):
+        return False
+    try:  # each name's object the very one (a dict's == tries `is` first)
+        return all(vars(k) == then for k, then in zip(layers, names[1], strict=True))
+    except Exception:
+        return False
 
 
 def _watch(done: threading.Event, seconds: float) -> None:

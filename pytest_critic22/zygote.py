@@ -78,13 +78,13 @@ def main() -> int:
     # As PID 1, only signals it handles reach it from its namespace: Python's SIGINT is one.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     home = os.environ.get("HOME", "")
-    # What every session imports first: pytest and its built-ins, nothing it may assert-rewrite.
+    # What every session imports first: pytest, its built-ins and pdb (nothing to assert-rewrite).
     import pytest  # noqa: F401
     from _pytest.config import default_plugins
 
-    for name in default_plugins:
+    for name in [*(f"_pytest.{name}" for name in default_plugins), "pdb"]:
         with contextlib.suppress(Exception):
-            importlib.import_module(f"_pytest.{name}")
+            importlib.import_module(name)
     with contextlib.suppress(Exception):  # its pattern is compiled here, not in every fork
         sys.modules["_pytest.junitxml"].bin_xml_escape("")
     gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
@@ -165,7 +165,7 @@ def _prepare(
         args = [str(arg) for arg in spec["presession"]["args"]]
         _as_pytest_main(args)
         seconds = float(spec["presession"]["timeout"])
-        config, why = namespace["prepare"](args, seconds, home)
+        config, why = namespace["prepare"](args, seconds, home, len(spec.get("jobs", ())))
         kept = namespace["capture_fds"](config) if config is not None else set()
     except Exception as exc:
         config, why = None, f"no configuration prepared: {type(exc).__name__}"

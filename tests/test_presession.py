@@ -221,3 +221,103 @@ def test_sessions_confirmed_by_fresh_forks_do_not_share_one(
     requests = [ForkRequest(("tests/test_a.py",), 2, 1)]
     run = run_forked(tree, requests, timeout=60, pythonpath=[tree], sandbox=resolve("bwrap"))
     assert run[0] is not None and "conftest imported by 1 " not in run[0][0].output
+
+
+REGISTRY_CONFTEST = """
+    import pytest
+    import _pytest.monkeypatch
+    import _pytest.terminal
+
+    IMPORTED_BY = __import__("os").getpid()
+
+    @pytest.fixture
+    def configured():
+        return "conftest"
+
+    def pytest_configure(config):
+        # after the fork: pytest's own module changed, which its recorded scan must notice
+        @pytest.fixture
+        def monkeypatch():
+            yield "replaced in pytest_configure"
+
+        _pytest.monkeypatch.monkeypatch = monkeypatch
+
+        # and a class of pytest's whose instance each session registers
+        @pytest.fixture
+        def reported(self):
+            return f"by the {type(self).__name__}"
+
+        _pytest.terminal.TerminalReporter.reported = reported
+"""
+
+REGISTRY_PLUGIN = """
+    import pytest
+
+    @pytest.fixture(autouse=True)
+    def plugged():
+        return "plugin"
+"""
+
+REGISTRY_MODULE = """
+    import pytest
+
+    from conftest import IMPORTED_BY
+
+    def _name(value):
+        if hasattr(value, "nodeid"):
+            return "node:" + value.nodeid
+        if hasattr(value, "__qualname__"):
+            return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+        return repr(value)
+
+    def test_what_the_fixture_manager_holds(request, monkeypatch, tmpdir, plugged, reported):
+        manager = request._fixturemanager
+        lines = []
+        for argname, by_node in manager._arg2node2fixturedefs.items():  # in their order
+            for node, defs in by_node.items():
+                for fixture in defs:
+                    fields = sorted(vars(fixture).items())
+                    said = [f"{k}={_name(v)}" for k, v in fields if k != "cached_result"]
+                    lines.append(" ".join([argname, _name(node), *said]))
+        for node, names in manager._node_autousenames.items():
+            lines.append(f"autouse {_name(node)} {names}")
+        lines.append(f"monkeypatch={monkeypatch} plugged={plugged} reported={reported}")
+        lines.append(f"tmpdir={type(tmpdir)}")
+        hook = type(manager).pytest_plugin_registered
+        recorded = hasattr(hook, "__wrapped__")  # the zygote's recorded scan
+        kind = "shared" if IMPORTED_BY == 1 else "whole"
+        with open(f"registry-{kind}-{recorded}.txt", "w") as handle:
+            handle.write("\\n".join(lines))
+"""
+
+
+@needs_bwrap
+def test_a_session_from_the_prepared_configuration_registers_the_fixtures_a_whole_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest's scan of its own plugins, recorded once by the zygote, registers in each
+    session exactly what a whole session's scan does: every fixture, with its function,
+    scope, params, ids and node, in the same order; the autouse ones; the project's own
+    plugin and conftest; and what a ``pytest_configure`` changed in pytest's own plugins."""
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "conftest.py").write_text(textwrap.dedent(REGISTRY_CONFTEST))
+    (tree / "tests" / "test_registry.py").write_text(textwrap.dedent(REGISTRY_MODULE))
+    (tree / "plug.py").write_text(textwrap.dedent(REGISTRY_PLUGIN))
+    (tree / "pytest.ini").write_text("[pytest]\naddopts = -p plug\nusefixtures = configured\n")
+    for prepare in (True, False):
+        monkeypatch.setattr(forkrun, "PREPARE", prepare)
+        # three sessions: the zygote records the scan for more than two only
+        requests = [ForkRequest(("tests/test_registry.py",), 1, 1)] * 3
+        results = run_forked(
+            tree, requests, timeout=60, pythonpath=[tree], sandbox=resolve("bwrap")
+        )
+        for result in results:
+            assert result is not None and result[0].status == "passed", result
+    shared = (tree / "registry-shared-True.txt").read_text()
+    whole = (tree / "registry-whole-False.txt").read_text()
+    assert _plain(shared) == _plain(whole)
+    assert "monkeypatch=replaced in pytest_configure plugged=plugin" in shared
+    assert "reported=by the TerminalReporter" in shared
+    assert "tmp_path node: " in shared and "plugged node: " in shared
+    assert "['configured', 'plugged']" in shared  # ini's usefixtures, the plugin's autouse
