@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import _thread
 import os
+import stat
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
@@ -40,6 +42,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--critic22-attempt-timeout", dest="critic22_attempt_timeout", type=float, default=0.0
     )
+
+
+#: :data:`pytest_critic22.nodeids.GENERATED_PREFIX` (not imported: a child loads no more of us).
+GENERATED = "test_critic22_"
+_NAMED = pytest.StashKey[tuple[tuple[str, ...], "frozenset[tuple[int, int]] | None"]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Another finding's generated module is not there for a session that names only test
+    files: pytest would make a node of every module beside the one named, and drop it, and
+    the project's collection hooks would see each; here, as in a tree of that finding's own,
+    none of that happens. A session that collects a folder is left to pytest."""
+    name = collection_path.name
+    if not (name.startswith(GENERATED) and name.endswith(".py")):
+        return None
+    named = _named_files(config)
+    if named is None:
+        return None
+    try:
+        found = os.stat(collection_path)
+    except OSError:
+        return None
+    return None if (found.st_dev, found.st_ino) in named else True
+
+
+def _named_files(config: pytest.Config) -> frozenset[tuple[int, int]] | None:
+    """The files the session's arguments name (device, inode), or None when one is not a file."""
+    args = tuple(str(arg) for arg in config.args)
+    cached = config.stash.get(_NAMED, None)
+    if cached is not None and cached[0] == args:
+        return cached[1]
+    config.stash[_NAMED] = (args, named := _stat_files(config.invocation_params.dir, args))
+    return named
+
+
+def _stat_files(base: Path, args: tuple[str, ...]) -> frozenset[tuple[int, int]] | None:
+    found: set[tuple[int, int]] = set()
+    for arg in args:
+        try:
+            info = os.stat(os.path.join(base, arg.split("::", 1)[0]))
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        found.add((info.st_dev, info.st_ino))
+    return frozenset(found) or None
 
 
 @pytest.hookimpl(tryfirst=True)

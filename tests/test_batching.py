@@ -225,6 +225,66 @@ def test_a_generated_module_never_shares_a_child(tmp_path: Path) -> None:
     assert batcher.stats.children == 3 and batcher.stats.groups == [1, 1, 1]
 
 
+SEEING_CONFTEST = """\
+import os
+
+def pytest_collect_file(file_path, parent):
+    # what the project's own collection hook is shown, one file a line
+    with open(os.path.join(os.path.dirname(__file__), os.pardir, "seen.txt"), "a") as seen:
+        seen.write(f"{file_path.name}\\n")
+"""
+
+
+@pytest.mark.parametrize("how", ["fork-server", "child"])
+def test_a_session_of_named_files_never_collects_another_findings_module(
+    tmp_path: Path, how: str
+) -> None:
+    """As in a tree of its own: pytest makes no node of another finding's module beside the
+    one named, and the project's collection hooks never see it; its own files they see as
+    pytest shows them. A session that collects a folder gets everything there."""
+    from pytest_critic22.forkrun import ForkRequest, run_forked
+    from pytest_critic22.sandbox import probe_bwrap, resolve
+
+    if how == "fork-server" and probe_bwrap() is not None:
+        pytest.skip("needs bubblewrap")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(SEEING_CONFTEST)
+    for name in ("test_critic22_f1", "test_critic22_f2", "test_critic22_f3", "test_project"):
+        (tests / f"{name}.py").write_text("def test_it():\n    pass\n")
+    seen = tmp_path / "seen.txt"
+
+    def run(*args: str) -> list[str]:
+        seen.write_text("")
+        if how == "child":
+            result = run_pytest(tmp_path, list(args), timeout=60, pythonpath=[tmp_path])
+        else:
+            (found,) = run_forked(
+                tmp_path,
+                [ForkRequest(tuple(args))],
+                timeout=60,
+                pythonpath=[tmp_path],
+                sandbox=resolve("bwrap"),
+            )
+            assert found is not None
+            result = found[0]
+        assert result.status == "passed", result.output
+        return sorted(set(seen.read_text().split()))  # each file once
+
+    everything = ["conftest.py", *(f"test_critic22_f{n}.py" for n in (1, 2, 3)), "test_project.py"]
+    assert run("tests/test_critic22_f2.py") == [
+        "conftest.py",
+        "test_critic22_f2.py",
+        "test_project.py",
+    ]
+    assert run("tests/test_critic22_f1.py::test_it", "tests/test_project.py") == [
+        "conftest.py",
+        "test_critic22_f1.py",
+        "test_project.py",
+    ]
+    assert run("tests") == everything
+
+
 def test_a_run_without_per_test_outcomes_leaves_every_request_to_a_run_of_its_own() -> None:
     requests = [RunRequest(Path("."), ("a.py",)), RunRequest(Path("."), ("b.py",))]
     timed_out = RunResult("error", "timed out after 5s", None, 5.0)
