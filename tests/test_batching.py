@@ -242,8 +242,12 @@ def test_a_session_of_named_files_never_collects_another_findings_module(
     """As in a tree of its own: pytest makes no node of another finding's module beside the
     one named, and the project's collection hooks never see it; its own files they see as
     pytest shows them. A session that collects a folder gets everything there."""
+    from pytest_critic22.childrerun import GENERATED
     from pytest_critic22.forkrun import ForkRequest, run_forked
+    from pytest_critic22.nodeids import GENERATED_PREFIX
     from pytest_critic22.sandbox import probe_bwrap, resolve
+
+    assert GENERATED == GENERATED_PREFIX  # the child plugin's copy of the name
 
     if how == "fork-server" and probe_bwrap() is not None:
         pytest.skip("needs bubblewrap")
