@@ -29,7 +29,8 @@ from typing import Any, Literal
 
 from pytest_critic22.childfiles import child_tempdir, prune_orphans
 from pytest_critic22.childplugins import review_blocks
-from pytest_critic22.runner import drain, tail_text
+from pytest_critic22.children import drain
+from pytest_critic22.runner import tail_text
 
 __all__ = [
     "FindingOutcome",

@@ -69,8 +69,8 @@ RunChild = Callable[[Path, Sequence[str], int, int], tuple[RunResult, list[Case]
 
 # Runs each generated request as sessions of its own in one child (a fork-server:
 # pytest_critic22.forkrun), confirming per its ``confirm``; None for a request that a child
-# of its own must decide.
-RunForked = Callable[[Path, Sequence[RunRequest]], list[tuple[RunResult, list[Case]] | None]]
+# of its own must decide. Its third argument: whether that child may be the tree's booted one.
+RunForked = Callable[[Path, Sequence[RunRequest], bool], list[tuple[RunResult, list[Case]] | None]]
 
 
 @dataclass(slots=True, eq=False)
@@ -204,7 +204,7 @@ class Batcher:
                         self._pending = []
                         groups += self._take_spare(self._parallel - len(groups), forked)
                         for group in groups:
-                            pool.submit(self._dispatch, group)
+                            pool.submit(self._dispatch, group, _alone(group, groups))
                     elif all(job.done for job in jobs):
                         break
                     self._cond.wait()
@@ -247,13 +247,13 @@ class Batcher:
         self.stats.speculative += len(started)
         return taken
 
-    def _dispatch(self, group: list[_Slot]) -> None:
+    def _dispatch(self, group: list[_Slot], alone: bool = True) -> None:
         with self._cond:  # a speculative run dropped while it queued is not started
             group = [slot for slot in group if not slot.dropped]
         if not group:
             return
         try:
-            results = self._run_group([slot.request for slot in group])
+            results = self._run_group([slot.request for slot in group], alone)
         except BaseException as exc:  # a bug here must not leave a procedure waiting
             reason = f"the run could not be started: {type(exc).__name__}: {exc}"
             results = [RunResult("error", reason, None, 0.0) for _ in group]
@@ -267,12 +267,12 @@ class Batcher:
                     self.stats.wasted += 1
             self._cond.notify_all()
 
-    def _run_group(self, requests: list[RunRequest]) -> list[RunResult]:
+    def _run_group(self, requests: list[RunRequest], alone: bool = True) -> list[RunResult]:
         if self._cancelled:
             return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
         first = requests[0]
         if first.generated and self._run_forked is not None:
-            return self._run_sessions(requests, self._run_forked)
+            return self._run_sessions(requests, self._run_forked, alone)
         nodeids = list(dict.fromkeys(n for r in requests for n in r.nodeids))
         merged, cases = self._run_child(first.tree, nodeids, first.attempts, len(requests))
         with self._cond:
@@ -290,10 +290,12 @@ class Batcher:
             results.append(part or RunResult("error", "interrupted", None, 0.0))
         return results
 
-    def _run_sessions(self, requests: list[RunRequest], forked: RunForked) -> list[RunResult]:
-        """Generated requests: sessions of their own in one fork-server child; a request it
-        could not decide runs in a child of its own."""
-        parts = forked(requests[0].tree, requests)
+    def _run_sessions(
+        self, requests: list[RunRequest], forked: RunForked, alone: bool
+    ) -> list[RunResult]:
+        """Generated requests: sessions of their own in one fork-server child (a booted one
+        only when ``alone``); a request it could not decide runs in a child of its own."""
+        parts = forked(requests[0].tree, requests, alone)
         with self._cond:
             self.stats.children += 1
             self.stats.groups.append(len(requests))
@@ -310,6 +312,14 @@ class Batcher:
                     replace(part[0], merged=len(requests)) if len(requests) > 1 else part[0]
                 )
         return results
+
+
+def _alone(group: list[_Slot], groups: list[list[_Slot]]) -> bool:
+    """Whether the group is its tree's only one this round: only then may it take the tree's
+    booted fork-server (forkrun.prestart). Of two groups side by side, one started early
+    finishes early, and its tree's next runs then come in more, smaller rounds."""
+    tree = group[0].request.tree
+    return sum(1 for other in groups if other[0].request.tree == tree) == 1
 
 
 def _grouped(slots: list[_Slot], forked: bool, parallel: int) -> list[list[_Slot]]:

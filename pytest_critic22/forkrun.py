@@ -23,12 +23,15 @@ import functools
 import json
 import os
 import posixpath
+import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
+from pytest_critic22.children import kill, spawn, supervise
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, parse_cases
 from pytest_critic22.runner import (
@@ -36,7 +39,6 @@ from pytest_critic22.runner import (
     launcher_argv,
     pytest_args,
     scrubbed_tail,
-    supervise,
 )
 from pytest_critic22.sandbox import (
     CHILD_HOME,
@@ -49,7 +51,7 @@ from pytest_critic22.sandbox import (
 )
 from pytest_critic22.verify import RunResult
 
-__all__ = ["ForkRequest", "run_forked"]
+__all__ = ["ForkRequest", "discard_prestarted", "prestart", "run_forked"]
 
 _SOURCE = Path(__file__).with_name("zygote.py")
 _PRESESSION = Path(__file__).with_name("presession.py")
@@ -59,6 +61,11 @@ PREPARE = True
 _JUNIT = "/tmp/critic22-job/junit.xml"  # the zygote's JUNIT: in the session's private /tmp
 # Non-empty once a server gave no ready line: every later request runs as a child of its own.
 _NOT_STARTED: list[str] = []
+# A server's own CPU limit until it reads its input (then the input's): its boot's.
+_BOOT_CPU = 60
+# Servers booted before their runs were known (prestart), by (tree, command, environment).
+_PRESTARTED: dict[tuple[object, ...], subprocess.Popen[bytes]] = {}
+_PRESTARTED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +85,10 @@ def run_forked(
     memory_bytes: int = 4 << 30,
     max_processes: int = 256,
     env: Mapping[str, str] | None = None,
+    booted: bool = True,
 ) -> list[tuple[RunResult, list[Case]] | None]:
-    """Each request as sessions of its own in one child; ``timeout`` is each session's, per
-    attempt.
+    """Each request as sessions of its own in one child (with ``booted``, the one
+    :func:`prestart` booted for it, if any); ``timeout`` is each session's, per attempt.
 
     A request's result is its first run, with the confirming runs as its ``then``; its cases
     are the first run's. None: a child of its own must decide (see the module's docstring).
@@ -105,16 +113,9 @@ def run_forked(
     # each session is timed inside, and a configuration the zygote prepares; a backstop
     overall = timeout * (sum(n * k for n, k in zip(runs, tries, strict=True)) + 1) + 30
     base_env = os.environ if env is None else env
-    command = bwrap_argv(
-        launcher_argv(["-c", _source(_SOURCE)], int(overall) + 5, memory_bytes, max_processes),
-        tree=tree,
-        writable=(),
-        fork_server=True,  # PID 1: nothing else in its namespace holds the results' pipe
-    )
-    child = child_env(base_env, pythonpath, home=CHILD_HOME, tmp=CHILD_TMP, pass_env=box.pass_env)
-    child["CRITIC22_SANDBOX"] = box.mode
+    command, child = _server(tree, pythonpath, box, memory_bytes, max_processes, base_env)
     sweep = [str(folder) for folder in hidden_folders()]  # the sandbox's writable tmpfs
-    order: dict[str, Any] = {"jobs": jobs, "sweep": sweep}
+    order: dict[str, Any] = {"jobs": jobs, "sweep": sweep, "cpu_seconds": int(overall) + 5}
     if PREPARE and max(runs) == 1 and _one_configuration(tree, requests):
         # every job's arguments but for its test files and attempts: one configuration
         order["presession"] = {
@@ -125,7 +126,10 @@ def run_forked(
         for job, request, k in zip(jobs, requests, tries, strict=True):
             job.update(files=list(request.args), attempts=k, attempt_timeout=timeout)
     spec = json.dumps(order).encode("utf-8")
-    code, out, _, _ = supervise(command, tree, child, overall, stdin=spec, stderr_apart=True)
+    proc = _take(tree, command, child) if booted else None
+    code, out, _, _ = supervise(
+        command, tree, child, overall, stdin=spec, stderr_apart=True, proc=proc
+    )
     # split on newlines only: a record may hold U+2028 and friends, which splitlines() cuts at
     lines = out.decode("utf-8", "replace").split("\n")
     if code is not None and code > 0 and not lines[0].startswith('{"ready"'):
@@ -139,6 +143,79 @@ def run_forked(
         _result(done.get(index, []), timeout, k, blocked, base_env, request.args)
         for index, (k, request) in enumerate(zip(tries, requests, strict=True))
     ]
+
+
+def prestart(
+    tree: Path,
+    *,
+    pythonpath: Sequence[Path],
+    sandbox: Sandbox | None = None,
+    memory_bytes: int = 4 << 30,
+    max_processes: int = 256,
+) -> bool:
+    """Boot a fork-server for ``tree`` now, before its runs are known: it imports pytest, then
+    waits for its input, which the first :func:`run_forked` of the same tree, command and
+    environment hands it (any other kind of call, or none, leaves it to
+    :func:`discard_prestarted`). Only from the main thread: the sandbox dies with the thread
+    that started it (``--die-with-parent``). True when one was started."""
+    box = sandbox or default_sandbox()
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if not box.isolated or probe_fork_server() or _NOT_STARTED:
+        return False
+    command, child = _server(tree, pythonpath, box, memory_bytes, max_processes, os.environ)
+    key = _key(tree, command, child)
+    with _PRESTARTED_LOCK:
+        if key in _PRESTARTED:
+            return False
+        proc = spawn(command, tree, child, stdin=True, stderr_apart=True)
+        if proc is None:
+            return False
+        _PRESTARTED[key] = proc
+    return True
+
+
+def discard_prestarted() -> None:
+    """Kill every booted fork-server no run took (the run's trees go next)."""
+    with _PRESTARTED_LOCK:
+        booted = list(_PRESTARTED.values())
+        _PRESTARTED.clear()
+    for proc in booted:
+        kill(proc)
+
+
+def _take(tree: Path, command: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """The server booted for exactly this command, if it still waits for its input."""
+    with _PRESTARTED_LOCK:
+        proc = _PRESTARTED.pop(_key(tree, command, env), None)
+    if proc is not None and proc.poll() is not None:
+        kill(proc)
+        return None
+    return proc
+
+
+def _key(tree: Path, command: Sequence[str], env: Mapping[str, str]) -> tuple[object, ...]:
+    return (str(tree), tuple(command), tuple(sorted(env.items())))
+
+
+def _server(
+    tree: Path,
+    pythonpath: Sequence[Path],
+    box: Sandbox,
+    memory_bytes: int,
+    max_processes: int,
+    base_env: Mapping[str, str],
+) -> tuple[list[str], dict[str, str]]:
+    """The fork-server's command and environment: nothing in them depends on its jobs."""
+    command = bwrap_argv(
+        launcher_argv(["-c", _source(_SOURCE)], _BOOT_CPU, memory_bytes, max_processes),
+        tree=tree,
+        writable=(),
+        fork_server=True,  # PID 1: nothing else in its namespace holds the results' pipe
+    )
+    child = child_env(base_env, pythonpath, home=CHILD_HOME, tmp=CHILD_TMP, pass_env=box.pass_env)
+    child["CRITIC22_SANDBOX"] = box.mode
+    return command, child
 
 
 def _one_configuration(tree: Path, requests: Sequence[ForkRequest]) -> bool:

@@ -338,10 +338,11 @@ def run_child(
 
 
 def run_sessions(
-    ctx: ExecutionContext, tree: Path, requests: Sequence[RunRequest]
+    ctx: ExecutionContext, tree: Path, requests: Sequence[RunRequest], booted: bool = True
 ) -> list[tuple[RunResult, list[Case]] | None]:
     """Each request's (checked) node ids as sessions of their own in one fork-server child
-    holding one CPU slot (:mod:`pytest_critic22.forkrun`)."""
+    holding one CPU slot (:mod:`pytest_critic22.forkrun`; ``booted``: it may be one
+    booted for the tree before its runs were known)."""
     from pytest_critic22.forkrun import ForkRequest, run_forked
 
     with cpu_slot(ctx.slot_dir, ctx.slots):
@@ -354,6 +355,7 @@ def run_sessions(
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,
+            booted=booted,
         )
 
 

@@ -5,8 +5,10 @@ Every problem is one ``pytest.UsageError`` line."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import shlex
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,13 +81,36 @@ def tree_setup(config: pytest.Config, sandbox: Sandbox, opts: ReviewOptions) -> 
         command = tuple(shlex.split(raw))
     except ValueError as exc:
         raise pytest.UsageError(f"ini critic22_tree_setup: {exc}: {raw!r}") from None
+    from pytest_critic22.review import critic_source
+
+    try:
+        source = critic_source(opts)[0]
+    except InputError:  # check_outputs_of says it first, on the controller
+        source = "none"
+    # The controller, a critic that may give findings, and items run in fork-servers
+    booted = not hasattr(config, "workerinput") and opts.rerun_mode != "process"
+    booted = booted and source in ("replay", "model")
     return TreeSetup(
         copy=copy,
         command=command,
         timeout=opts.timeout,
         sandbox=sandbox,
         pythonpath=opts.pythonpath,
+        ready=functools.partial(_boot, config, sandbox, opts.pythonpath) if booted else None,
     )
+
+
+def _boot(config: pytest.Config, sandbox: Sandbox, pythonpath: Sequence[str], tree: Path) -> None:
+    """A fork-server booted for a tree the controller just built, while it goes on reviewing
+    (the critic's answer, the routing): its first run of the tree's generated tests takes it
+    (:func:`pytest_critic22.forkrun.prestart`). Not on an xdist worker, nor for a controller
+    whose workers run the items. Unused, it costs one start-up (about 0.2 CPU-s)."""
+    if config.pluginmanager.has_plugin("dsession"):
+        return
+    from pytest_critic22.forkrun import prestart
+    from pytest_critic22.runner import detect_pythonpath
+
+    prestart(tree, pythonpath=detect_pythonpath(tree, pythonpath), sandbox=sandbox)
 
 
 _PROBE = pytest.StashKey[threading.Event]()

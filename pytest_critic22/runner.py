@@ -12,16 +12,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pytest_critic22.childfiles import child_tempdir
 from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
+from pytest_critic22.children import (
+    _STOPPED,
+    allow_children,
+    kill_live_children,
+    supervise,
+)
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
@@ -344,73 +347,6 @@ def _supervise(
     return code, out, seconds
 
 
-def supervise(
-    command: Sequence[str],
-    tree: Path,
-    env: Mapping[str, str],
-    timeout: float,
-    *,
-    stdin: bytes | None = None,
-    stderr_apart: bool = False,
-) -> tuple[int | None, bytes, bytes, float]:
-    """Run a child in its own session, registered as live (Ctrl-C kills it), its whole
-    process group killed when it ends or its time is up: (exit status or None, standard
-    output — with the error output unless ``stderr_apart`` —, error output, seconds)."""
-    start = time.monotonic()
-    with _LIVE_LOCK:
-        if _STOPPED.is_set():  # a batch was interrupted: no new child
-            return None, b"interrupted before it started", b"", 0.0
-        proc = subprocess.Popen(
-            command,
-            cwd=tree,
-            env=dict(env),
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
-            start_new_session=True,
-        )
-        _LIVE.add(proc)
-    try:
-        out, err = proc.communicate(input=stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = _drained(proc)
-        return None, out, err, time.monotonic() - start
-    except BaseException:  # Ctrl-C and friends: leave no child behind
-        _kill_group(proc)
-        raise
-    finally:
-        _kill_group(proc)  # grandchildren that outlived the child
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-    return proc.returncode, out or b"", err or b"", time.monotonic() - start
-
-
-# Children started by this process and not yet reaped: a batch interrupted in one thread
-# kills those that other threads wait for (see pytest_critic22.batching).
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
-
-
-_STOPPED = threading.Event()
-
-
-def allow_children() -> None:
-    """Children may start again (a new batch, after an interrupted one in this process)."""
-    _STOPPED.clear()
-
-
-def kill_live_children() -> None:
-    """Kill the process group of every child this process is running (from any thread), and
-    start no new one until :func:`allow_children`."""
-    with _LIVE_LOCK:
-        _STOPPED.set()
-        live = list(_LIVE)
-    for proc in live:
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _scratch(folder: Path | None) -> str | None:
     if folder is None:
         return None
@@ -426,26 +362,6 @@ def _no_measurement() -> list[str]:
     import importlib.util
 
     return ["--no-cov"] if importlib.util.find_spec("pytest_cov") is not None else []
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        proc.wait(timeout=5)
-
-
-def drain(proc: subprocess.Popen[bytes]) -> bytes:
-    return _drained(proc)[0]
-
-
-def _drained(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """What a killed child had written (communicate keeps what it read before a timeout)."""
-    try:
-        out, err = proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError):
-        return b"", b""
-    return out or b"", err or b""
 
 
 def tail_text(out: bytes | None, limit: int = 4000) -> str:

@@ -354,11 +354,11 @@ class Critic22Plugin:
         return self._items.result(name, peers)
 
     def _run_sessions(
-        self, tree: Path, requests: Sequence[RunRequest]
+        self, tree: Path, requests: Sequence[RunRequest], booted: bool
     ) -> list[tuple[RunResult, list[Case]] | None]:
         from pytest_critic22.procedures import run_sessions
 
-        return run_sessions(self._ctx("batch"), tree, requests)
+        return run_sessions(self._ctx("batch"), tree, requests, booted)
 
     def _run_child(
         self, tree: Path, nodeids: Sequence[str], attempts: int, merged: int
@@ -489,10 +489,12 @@ class Critic22Plugin:
         return self._claimed
 
     def cleanup(self) -> None:
-        """Remove this run's worktrees (warm ones go back to the repository's pool). Safe to
-        call twice, and from atexit."""
+        """Remove this run's worktrees (warm ones back to the pool); twice and atexit: safe."""
         if not self._claimed or self.is_worker:
             return
         self._claimed = False
         atexit.unregister(self.cleanup)
+        from pytest_critic22.forkrun import discard_prestarted  # before their trees go
+
+        discard_prestarted()
         self.trees.remove_all()

@@ -7,11 +7,10 @@ them; creation is serialised repository-wide because concurrent ``git worktree a
 races on ``.git/config.lock``. The user's checkout (branch, index, stash, untracked
 files) is only ever read.
 
-With ``warm=True`` (the plugin's default; ``--critic22-fresh-trees`` is ``warm=False``) a
-tree comes from the repository's pool of warm trees (:mod:`pytest_critic22.warmtrees`),
-reset to the base commit, and goes back to it at the end; the run's folder then holds a
-link ``<variant> -> the pool's tree`` (the record of what it holds), and :meth:`TreeSet.get`
-returns the pool's folder itself (the sandbox binds real paths, never a link in ``/tmp``).
+With ``warm=True`` (the default; ``--critic22-fresh-trees`` is ``warm=False``) a tree comes
+from the repository's pool of warm trees (:mod:`pytest_critic22.warmtrees`), reset to the base
+commit, and back to it at the end; the run's folder holds a link ``<variant> -> the pool's
+tree``, and :meth:`TreeSet.get` returns the pool's folder (the sandbox binds real paths).
 """
 
 from __future__ import annotations
@@ -281,15 +280,16 @@ def _remove_if_unused(folder: Path) -> None:
 @dataclass(frozen=True, slots=True)
 class TreeSetup:
     """What makes a fresh worktree look like the user's checkout to the project's code:
-    untracked or ignored files copied in (ini ``critic22_copy``, e.g. the
-    ``src/*/_version.py`` that hatch-vcs or setuptools-scm write at build time), then a
-    command run once in the new tree, inside the sandbox (ini ``critic22_tree_setup``)."""
+    untracked or ignored files copied in (ini ``critic22_copy``, e.g. the ``src/*/_version.py``
+    that hatch-vcs or setuptools-scm write), then a command run once in the new tree, inside
+    the sandbox (ini ``critic22_tree_setup``); then ``ready``, told of the tree."""
 
     copy: tuple[str, ...] = ()  # globs relative to the repository root
     command: tuple[str, ...] = ()  # argv, no shell
     timeout: float = 120.0
     sandbox: Any = None  # a sandbox.Sandbox; None: the default
     pythonpath: tuple[str, ...] = ()
+    ready: Any = None  # a callable: runconfig boots a fork-server there
 
     def prepare(self, source: Path, tree: Path, name: str, scratch: Path | None = None) -> None:
         for pattern in self.copy:
@@ -307,6 +307,8 @@ class TreeSetup:
                     raise TreeError(f"critic22_copy {relative}: {exc}") from None
         if self.command:
             self._run(tree, name, scratch)
+        if self.ready is not None:
+            self.ready(tree)
 
     def _run(self, tree: Path, name: str, scratch: Path | None = None) -> None:
         from pytest_critic22.runner import detect_pythonpath, spawn_python

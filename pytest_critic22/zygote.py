@@ -2,10 +2,11 @@
 
 Started by :mod:`pytest_critic22.forkrun` as ``python -c SOURCE`` inside bubblewrap (never by
 importing this package: pytest would warn that it cannot rewrite a plugin imported before it,
-and a project that turns warnings into errors would fail on that). It imports pytest and its
-built-in plugins once, freezes its heap and makes itself non-dumpable, then runs every job's
-sessions, one at a time, each in a fresh fork of itself. Between two sessions it leaves the
-next one what a separate child would have found (:func:`_sweep`):
+and a project that turns warnings into errors would fail on that). It makes itself
+non-dumpable, imports pytest and its built-in plugins once, only then reads its input (one
+started early waits there, booted: ``forkrun.prestart``), freezes its heap, then runs every
+job's sessions, one at a time, each in a fresh fork of itself. Between two sessions it leaves
+the next one what a separate child would have found (:func:`_sweep`):
 
 - no process: everything in the sandbox's PID namespace but the zygote, its first process
   (``--as-pid-1``: no other process there holds the results' pipe), is killed and reaped,
@@ -30,7 +31,8 @@ its own time limit, after which it is killed.
 With ``presession`` in its input, the sessions start from one pytest configuration the
 zygote made after its ready line (:mod:`pytest_critic22.presession`; refused: it restarts).
 
-Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...]}``. Standard
+Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...],
+"cpu_seconds": C}`` (its own CPU limit from then on: the launcher's was the boot's). Standard
 output: a first line ``{"ready": true}``, then a line per session: ``{"job": I, "run": K,
 "code": C or null, "seconds": S, "junit": XML, "output": TEXT}``; ``{"broken": WHY}`` when a
 session's leftovers could not be cleared (no further session runs).
@@ -64,19 +66,14 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> int:
-    spec = json.loads(sys.stdin.buffer.read() or b"{}")
     start = dict(os.environ), os.getcwd(), os.umask(0o022)  # what a restart starts from
     os.umask(start[2])
     results = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
     os.dup2(2, 1)  # stray prints of ours go to stderr, never into the results
-    os.close(null)
     if _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         _emit(results, {"broken": "prctl(PR_SET_DUMPABLE) failed"})
         return 0
-    # As PID 1, only signals it handles reach it from its namespace: Python's SIGINT is one.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as PID 1 it gets only signals it handles
     home = os.environ.get("HOME", "")
     # What every session imports first: pytest, its built-ins and pdb (nothing to assert-rewrite).
     import pytest  # noqa: F401
@@ -87,6 +84,12 @@ def main() -> int:
             importlib.import_module(name)
     with contextlib.suppress(Exception):  # its pattern is compiled here, not in every fork
         sys.modules["_pytest.junitxml"].bin_xml_escape("")
+    spec = json.loads(sys.stdin.buffer.read() or b"{}")
+    os.dup2(null := os.open(os.devnull, os.O_RDWR), 0)
+    os.close(null)
+    if (cpu := int(spec.get("cpu_seconds", 0))) > 0:
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard < 0 else min(cpu, hard), hard))
     gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
     folders = [str(f) for f in spec.get("sweep", [])] + ["/dev/shm", "/dev/mqueue"]
     try:
@@ -121,10 +124,9 @@ def main() -> int:
 
 
 def _inherited() -> tuple[object, ...]:
-    """What a fork inherits that another process of the same user can change without
-    ptrace: resource limits (all of /proc/self/limits), priority, CPU affinity, scheduling
-    (the whole sched_getattr), I/O priority, cgroup, OOM score, core dump filter, timer
-    slack. An architecture whose system call numbers are not known here cannot run one."""
+    """What a fork inherits that another process of the same user can change without ptrace: all
+    of /proc/self/limits, priority, CPU affinity, the whole sched_getattr, I/O priority, cgroup,
+    OOM score, core dump filter, timer slack (on an architecture whose syscalls are known)."""
     texts = []
     for name in ("limits", "cgroup", "oom_score_adj", "coredump_filter"):
         with open(f"/proc/self/{name}", encoding="ascii") as handle:
@@ -220,8 +222,7 @@ def _session(
 
 def _wait(fd: int, pid: int, deadline: float, folders: list[str]) -> tuple[int | None, bool, bytes]:
     """Read what the session sends while it runs; when it ends (or its time is up: killed),
-    clear its leftovers, whose copies of the pipe end with them, and read the rest.
-    (exit status, timed out, data)."""
+    clear its leftovers (their pipe copies end with them), read the rest: (code, late, data)."""
     chunks: list[bytes] = []
     size = 0
     code: int | None = None
@@ -450,8 +451,7 @@ def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
 
 
 def _close_all_but(keep: set[int]) -> None:
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
+    os.dup2(null := os.open(os.devnull, os.O_RDWR), 0)
     os.dup2(null, 1)
     os.close(null)
     for name in os.listdir("/proc/self/fd"):
