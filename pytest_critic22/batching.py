@@ -315,11 +315,13 @@ class Batcher:
 
 
 def _alone(group: list[_Slot], groups: list[list[_Slot]]) -> bool:
-    """Whether the group is its tree's only one this round: only then may it take the tree's
-    booted fork-server (forkrun.prestart). Of two groups side by side, one started early
-    finishes early, and its tree's next runs then come in more, smaller rounds."""
+    """Whether the group is its tree's only fork-server group this round (runs of the
+    project's tests use none): only then may it take the tree's booted fork-server
+    (forkrun.prestart). Of two groups side by side, one started early finishes early, and its
+    tree's next runs then come in more, smaller rounds."""
     tree = group[0].request.tree
-    return sum(1 for other in groups if other[0].request.tree == tree) == 1
+    same = [g for g in groups if g[0].request.tree == tree and g[0].request.generated]
+    return len(same) == 1
 
 
 def _grouped(slots: list[_Slot], forked: bool, parallel: int) -> list[list[_Slot]]:

@@ -168,7 +168,10 @@ def prestart(
     with _PRESTARTED_LOCK:
         if key in _PRESTARTED:
             return False
-        proc = spawn(command, tree, child, stdin=True, stderr_apart=True)
+        try:
+            proc = spawn(command, tree, child, stdin=True, stderr_apart=True)
+        except OSError:  # no process now (EAGAIN, EMFILE): its run starts one, or says why
+            return False
         if proc is None:
             return False
         _PRESTARTED[key] = proc
@@ -195,7 +198,29 @@ def _take(tree: Path, command: list[str], env: Mapping[str, str]) -> subprocess.
 
 
 def _key(tree: Path, command: Sequence[str], env: Mapping[str, str]) -> tuple[object, ...]:
-    return (str(tree), tuple(command), tuple(sorted(env.items())))
+    """What a server inherits: its command, folder and environment, and what the process
+    that starts it hands down besides (a booted one has the state from its boot; the user's
+    own tests may have run in between and changed it)."""
+    return (str(tree), tuple(command), tuple(sorted(env.items())), _inherited())
+
+
+def _inherited() -> tuple[object, ...]:
+    import resource
+    import signal
+
+    limits = [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            umask = tuple(line for line in handle if line.startswith("Umask:"))
+    except OSError:
+        umask = ()
+    return (
+        umask,  # read, never set: os.umask() would change it for every thread meanwhile
+        tuple(resource.getrlimit(limit) for limit in sorted(set(limits))),
+        os.getpriority(os.PRIO_PROCESS, 0),
+        tuple(sorted(os.sched_getaffinity(0))),
+        tuple(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))),
+    )
 
 
 def _server(

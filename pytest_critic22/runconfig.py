@@ -110,7 +110,8 @@ def _boot(config: pytest.Config, sandbox: Sandbox, pythonpath: Sequence[str], tr
     from pytest_critic22.forkrun import prestart
     from pytest_critic22.runner import detect_pythonpath
 
-    prestart(tree, pythonpath=detect_pythonpath(tree, pythonpath), sandbox=sandbox)
+    with contextlib.suppress(Exception):  # a head start only: never a reason to stop
+        prestart(tree, pythonpath=detect_pythonpath(tree, pythonpath), sandbox=sandbox)
 
 
 _PROBE = pytest.StashKey[threading.Event]()

@@ -209,3 +209,47 @@ def test_a_server_limits_its_own_cpu_time_as_its_input_says_once_it_reads_it(
         )
         assert result.status == "passed", result.output
         assert forkrun._PRESTARTED == {}
+
+
+def test_a_server_booted_before_the_controller_changed_what_children_inherit_is_not_taken(
+    tree: Path,
+) -> None:
+    # The user's own tests run in the controller between the boot and the generated items:
+    # a limit (or umask, priority, affinity) they changed reaches a fresh server, not a booted one.
+    import resource
+
+    box = resolve("bwrap")
+    assert prestart(tree, pythonpath=[tree], sandbox=box)
+    booted = _booted()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+    try:
+        results = run_forked(tree, REQUESTS, timeout=60, pythonpath=[tree], sandbox=box)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [s for s, _, _ in _outcomes(results)] == ["passed", "failed"]
+    assert booted.poll() is None  # not taken: it still waits
+    discard_prestarted()
+    assert _gone(booted)
+
+
+def test_a_server_that_cannot_be_started_early_is_no_error(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(forkrun, "spawn", refused)
+    assert not prestart(tree, pythonpath=[tree], sandbox=resolve("bwrap"))
+    assert forkrun._PRESTARTED == {}
+
+
+def test_the_projects_own_runs_on_a_tree_do_not_keep_its_server_from_its_only_group() -> None:
+    from pytest_critic22.batching import RunRequest, _alone, _Slot
+
+    tree = Path("/nowhere/tree")
+    generated = [_Slot(RunRequest(tree, ("tests/test_critic22_f1.py",)))]
+    preserved = [_Slot(RunRequest(tree, ("tests/test_mod.py",)))]
+    other = [_Slot(RunRequest(tree, ("tests/test_critic22_f2.py",)))]
+    assert _alone(generated, [generated, preserved])
+    assert not _alone(generated, [generated, preserved, other])
