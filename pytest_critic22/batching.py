@@ -247,7 +247,7 @@ class Batcher:
         self.stats.speculative += len(started)
         return taken
 
-    def _dispatch(self, group: list[_Slot], alone: bool = True) -> None:
+    def _dispatch(self, group: list[_Slot], alone: bool) -> None:
         with self._cond:  # a speculative run dropped while it queued is not started
             group = [slot for slot in group if not slot.dropped]
         if not group:
@@ -267,7 +267,7 @@ class Batcher:
                     self.stats.wasted += 1
             self._cond.notify_all()
 
-    def _run_group(self, requests: list[RunRequest], alone: bool = True) -> list[RunResult]:
+    def _run_group(self, requests: list[RunRequest], alone: bool) -> list[RunResult]:
         if self._cancelled:
             return [RunResult("error", "interrupted", None, 0.0) for _ in requests]
         first = requests[0]

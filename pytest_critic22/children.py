@@ -17,7 +17,15 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["allow_children", "drain", "kill", "kill_live_children", "spawn", "supervise"]
+__all__ = [
+    "allow_children",
+    "drain",
+    "kill",
+    "kill_live_children",
+    "spawn",
+    "stopped",
+    "supervise",
+]
 
 # Children started by this process and not yet reaped: a batch interrupted in one thread
 # kills those that other threads wait for (see pytest_critic22.batching).
@@ -93,6 +101,11 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
+
+
+def stopped() -> bool:
+    """Whether a batch was interrupted: no new child starts until :func:`allow_children`."""
+    return _STOPPED.is_set()
 
 
 def allow_children() -> None:

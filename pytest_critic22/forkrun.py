@@ -189,8 +189,11 @@ def discard_prestarted() -> None:
 
 def _take(tree: Path, command: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
     """The server booted for exactly this command, if it still waits for its input."""
+    if not _PRESTARTED:  # none booted (the usual case under xdist, rlimits, a replay of 0)
+        return None
+    key = _key(tree, command, env)
     with _PRESTARTED_LOCK:
-        proc = _PRESTARTED.pop(_key(tree, command, env), None)
+        proc = _PRESTARTED.pop(key, None)
     if proc is not None and proc.poll() is not None:
         kill(proc)
         return None
@@ -205,22 +208,20 @@ def _key(tree: Path, command: Sequence[str], env: Mapping[str, str]) -> tuple[ob
 
 
 def _inherited() -> tuple[object, ...]:
-    import resource
-    import signal
-
-    limits = [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            umask = tuple(line for line in handle if line.startswith("Umask:"))
-    except OSError:
-        umask = ()
-    return (
-        umask,  # read, never set: os.umask() would change it for every thread meanwhile
-        tuple(resource.getrlimit(limit) for limit in sorted(set(limits))),
-        os.getpriority(os.PRIO_PROCESS, 0),
-        tuple(sorted(os.sched_getaffinity(0))),
-        tuple(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))),
-    )
+    """As /proc tells them (read, never set: ``os.umask()`` would change the umask for every
+    thread meanwhile): every resource limit, and the calling thread's umask, blocked signals
+    and CPU affinity; with the priority."""
+    texts: list[str] = []
+    for path, wanted in (
+        ("/proc/self/limits", ("",)),
+        ("/proc/thread-self/status", ("Umask:", "SigBlk:", "Cpus_allowed_list:")),
+    ):
+        try:
+            with open(path, encoding="ascii", errors="replace") as handle:
+                texts += [line for line in handle if line.startswith(wanted)]
+        except OSError:
+            texts.append(f"{path}: unreadable")
+    return (*texts, os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def _server(

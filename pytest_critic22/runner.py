@@ -19,12 +19,7 @@ from pathlib import Path
 
 from pytest_critic22.childfiles import child_tempdir
 from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
-from pytest_critic22.children import (
-    _STOPPED,
-    allow_children,
-    kill_live_children,
-    supervise,
-)
+from pytest_critic22.children import allow_children, kill_live_children, stopped, supervise
 from pytest_critic22.childrerun import expired
 from pytest_critic22.junit import Case, interpret, read_cases
 from pytest_critic22.sandbox import (
@@ -261,7 +256,7 @@ def pytest_args(
 
 def _no_end(timeout: float, attempts: int) -> str:
     """Why a child gave no exit status: an interrupted batch, or the time limit (per run)."""
-    if _STOPPED.is_set():
+    if stopped():
         return "interrupted: no new child after Ctrl-C"
     if attempts > 1:
         return f"timed out after {timeout / attempts:g}s per run ({attempts} in one child)"

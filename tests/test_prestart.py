@@ -183,10 +183,18 @@ def test_a_tree_whose_runs_are_cut_in_two_groups_takes_no_booted_server(tmp_path
     def procedure(tree: Path, i: int) -> object:
         return batcher.run(RunRequest(tree, (f"tests/test_critic22_f{i}.py",)))
 
+    assert prestart(one, pythonpath=[one], sandbox=box)
+    booted_one = _booted()
+    assert prestart(two, pythonpath=[two], sandbox=box)
+    (booted_two,) = [p for p in forkrun._PRESTARTED.values() if p is not booted_one]
     works = [lambda: procedure(one, 0)] + [lambda i=i: procedure(two, i) for i in range(16)]
     jobs = batcher.execute(works)
     assert all(job.error is None and job.value.status == "passed" for job in jobs)
     assert sorted(calls) == [("one", 1, True), ("two", 8, False), ("two", 8, False)]
+    assert _gone(booted_one)  # taken by the only group of its tree
+    assert booted_two.poll() is None  # two groups side by side: neither took it
+    discard_prestarted()
+    assert _gone(booted_two)
 
 
 def test_a_server_limits_its_own_cpu_time_as_its_input_says_once_it_reads_it(
