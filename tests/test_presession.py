@@ -321,3 +321,62 @@ def test_a_session_from_the_prepared_configuration_registers_the_fixtures_a_whol
     assert "reported=by the TerminalReporter" in shared
     assert "tmp_path node: " in shared and "plugged node: " in shared
     assert "['configured', 'plugged']" in shared  # ini's usefixtures, the plugin's autouse
+
+
+HYPOTHESIS_MODULE = """
+    import sys
+
+    ALREADY = "hypothesis" in sys.modules  # before this module's own import of it
+    import hypothesis
+    from hypothesis import given, strategies as st
+
+    @given(st.integers())
+    def test_passes(n):
+        assert n == n
+
+    @given(st.just(1))
+    def test_fails_with_a_counterexample(n):
+        assert n == 2
+
+    def test_hypothesis_was_imported_as_a_session_imports_it():
+        loader = type(hypothesis.__spec__.loader).__name__  # asserts rewritten, as in a session
+        assert False, f"imported before this module: {ALREADY}; loaded by {loader}"
+"""
+
+
+@needs_bwrap
+def test_a_prepared_configuration_with_hypothesis_plugin_imports_hypothesis_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hypothesis' plugin imports all of hypothesis in every session's summary, its asserts
+    rewritten from source in the sandbox: for two or more sessions the zygote imports it
+    once, after the configuration (presession._preload), and each session says what a whole
+    session says."""
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_h.py").write_text(textwrap.dedent(HYPOTHESIS_MODULE))
+    (tree / "tests" / "test_i.py").write_text(textwrap.dedent(HYPOTHESIS_MODULE))
+    monkeypatch.setattr(forkrun, "PREPARE", True)
+    requests = [ForkRequest(("tests/test_h.py",)), ForkRequest(("tests/test_i.py",))]
+    shared = run_forked(tree, requests, timeout=60, pythonpath=[tree], sandbox=resolve("bwrap"))
+    monkeypatch.setattr(forkrun, "PREPARE", False)
+    whole = run_forked(tree, requests, timeout=60, pythonpath=[tree], sandbox=resolve("bwrap"))
+    assert None not in shared and None not in whole
+
+    def said(result: tuple, before: bool) -> str:
+        text = f"imported before this module: {before}"
+        assert text in result[0].output, result[0].output  # the proof: where it was imported
+        assert "PytestAssertRewriteWarning" not in result[0].output
+        assert "loaded by AssertionRewritingHook" in result[0].output
+        return repr(_said(result)).replace(text, "")
+
+    assert [said(r, True) for r in shared] == [said(r, False) for r in whole]
+    monkeypatch.setattr(forkrun, "PREPARE", True)  # one session: it imports what it needs
+    (alone,) = run_forked(
+        tree, requests[:1], timeout=60, pythonpath=[tree], sandbox=resolve("bwrap")
+    )
+    assert alone is not None and said(alone, False) == said(whole[0], False)
+    run = shared[0][0]
+    assert run.tests["tests.test_h::test_passes"] == "passed"
+    assert run.tests["tests.test_h::test_fails_with_a_counterexample"] == "failed"
+    assert "test_fails_with_a_counterexample(\n" in run.output and "n=1," in run.output
