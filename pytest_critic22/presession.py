@@ -78,8 +78,6 @@ def prepare(args: Sequence[str], seconds: float, home: str, sessions: int = 3) -
     watchdog.start()
     try:
         config = config_module._prepareconfig(list(args), None, **_prog())
-        if sessions > 1:
-            _preload(config)
     except BaseException as exc:  # a conftest that fails, exits or is interrupted
         cause = getattr(exc, "cause", None) or exc.__cause__  # a conftest's: what it raised
         because = f" ({type(cause).__name__})" if isinstance(cause, BaseException) else ""
@@ -148,33 +146,6 @@ def outside(now: list[Any], then: list[Any], folders: Sequence[str]) -> bool:
         return [e for e in layout if not any(str(e[0]).startswith(f + "/") for f in folders)]
 
     return kept(now) == kept(then)
-
-
-#: What a loaded plugin imports in a session whatever its tests do: hypothesis' plugin imports
-#: all of hypothesis in every session's summary (``hypothesis.internal.observability``), and
-#: its patch writer, with libcst, in every session where a hypothesis test failed.
-_PRELOAD = {
-    "hypothesispytest": ("hypothesis.internal.observability", "hypothesis.extra._patching"),
-}
-
-
-def _preload(config: Any) -> None:
-    """Import, once for the two or more sessions that start from ``config``, what
-    :data:`_PRELOAD` says its plugins import in a session. In the sandbox pytest rewrites
-    hypothesis' asserts from source in every session (their bytecode cannot be written
-    there): a passing session of a hypothesis test took 0.9 s here, a failing one 1.5 s; from
-    a configuration that imported them, 0.05 s and 0.15 s. Imported here after pytest marked
-    hypothesis for rewriting (rewritten as in a session, no "already imported" warning) and
-    after the initial ``conftest.py`` files, as a session's test module or summary imports
-    it; within :func:`prepare`'s checks (a thread or a descriptor left refuses the
-    configuration). One that fails to import is left to the sessions, which fail alike."""
-    import importlib
-
-    for plugin, modules in _PRELOAD.items():
-        if config.pluginmanager.has_plugin(plugin):
-            for module in modules:
-                with contextlib.suppress(Exception):
-                    importlib.import_module(module)
 
 
 def _warm() -> None:
