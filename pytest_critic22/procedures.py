@@ -338,7 +338,7 @@ def run_child(
 
 
 def run_sessions(
-    ctx: ExecutionContext, tree: Path, requests: Sequence[RunRequest], booted: bool = True
+    ctx: ExecutionContext, tree: Path, requests: Sequence[RunRequest], booted: bool
 ) -> list[tuple[RunResult, list[Case]] | None]:
     """Each request's (checked) node ids as sessions of their own in one fork-server child
     holding one CPU slot (:mod:`pytest_critic22.forkrun`; ``booted``: it may be one

@@ -22,7 +22,7 @@ import os
 import shlex
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -289,7 +289,7 @@ class TreeSetup:
     timeout: float = 120.0
     sandbox: Any = None  # a sandbox.Sandbox; None: the default
     pythonpath: tuple[str, ...] = ()
-    ready: Any = None  # a callable: runconfig boots a fork-server there
+    ready: Callable[[Path], None] | None = None  # runconfig boots a fork-server there
 
     def prepare(self, source: Path, tree: Path, name: str, scratch: Path | None = None) -> None:
         for pattern in self.copy:
