@@ -75,27 +75,32 @@ def child_tempdir(prefix: str, folder: str | os.PathLike[str] | None = None) -> 
 def remove_tree(path: str | os.PathLike[str]) -> None:
     """Remove a folder a child wrote: no link is ever followed, and a folder the child made
     unwritable or unreadable is given back its owner's permissions (itself, never what a
-    link names) before its entries are removed again."""
-
-    def retry(function: Callable[..., Any], failed: str, *_: object) -> None:
-        for folder in (failed, os.path.dirname(failed)):
-            with contextlib.suppress(OSError):
-                if stat.S_ISDIR(os.lstat(folder).st_mode):
-                    os.chmod(folder, 0o700)
-        with contextlib.suppress(OSError):
-            if function in (os.rmdir, os.unlink, os.remove) or not os.path.isdir(failed):
-                function(failed)
-            else:
-                shutil.rmtree(failed, ignore_errors=True)
-
+    link names) before its entries are removed again. Another process removing the same
+    folder at the same time (two runs pruning one orphan) is no error."""
     if not os.path.lexists(path):
         return
     if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=retry)
+        shutil.rmtree(path, onexc=_removal_failed)
     else:  # pragma: no cover - the 3.11 spelling
-        shutil.rmtree(path, onerror=retry)
+        shutil.rmtree(path, onerror=_removal_failed)
     if os.path.lexists(path):
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _removal_failed(function: Callable[..., Any], failed: str, *_: object) -> None:
+    """``shutil.rmtree``'s error handler: ``function`` (``os.open``, ``os.scandir``,
+    ``os.lstat``, ``os.rmdir``, ``os.unlink``...) failed on ``failed``. Only a removal is
+    retried with the path alone; a folder that could not be opened or listed is made
+    accessible and removed again; an entry that is gone (removed by someone else) is left."""
+    for folder in (failed, os.path.dirname(failed)):
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(folder).st_mode):
+                os.chmod(folder, 0o700)
+    with contextlib.suppress(OSError):
+        if function in (os.rmdir, os.unlink, os.remove):
+            function(failed)
+        elif stat.S_ISDIR(os.lstat(failed).st_mode):
+            shutil.rmtree(failed, ignore_errors=True)
 
 
 def private_copy(source: str | os.PathLike[str], folder: Path, name: str) -> Path | None:

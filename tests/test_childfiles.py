@@ -11,6 +11,7 @@ import os
 import stat
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,33 @@ def test_a_folder_a_child_left_is_removed_without_touching_what_its_links_name(
     assert not left.exists()
     assert outside.read_text() == "keep"
     assert stat.S_IMODE(outside.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("function", [os.open, os.scandir, os.lstat, os.rmdir, os.unlink])
+def test_an_entry_another_remover_took_first_is_no_error(
+    tmp_path: Path, function: Callable[..., object]
+) -> None:
+    """Two runs pruning one orphan folder at once: shutil.rmtree's walk finds an entry gone
+    when it opens, lists, stats or removes it, and its error handler is called with the
+    function that failed (CI on 2026-12-02: ``os.open`` retried with the path alone raised
+    TypeError and the A/B run died)."""
+    from pytest_critic22.childfiles import _removal_failed
+
+    gone = tmp_path / "orphan" / "tests"
+    gone.parent.mkdir()
+    _removal_failed(function, str(gone), FileNotFoundError(2, "gone", str(gone)))
+    assert gone.parent.is_dir() and not gone.exists()
+
+
+def test_a_folder_that_could_not_be_opened_is_opened_up_and_removed(tmp_path: Path) -> None:
+    from pytest_critic22.childfiles import _removal_failed
+
+    closed = tmp_path / "closed"
+    (closed / "inner").mkdir(parents=True)
+    (closed / "inner" / "file").write_text("x")
+    closed.chmod(0)
+    _removal_failed(os.open, str(closed), PermissionError(13, "denied", str(closed)))
+    assert not closed.exists()
 
 
 def test_folders_of_processes_killed_by_sigkill_are_pruned_by_the_next_run() -> None:
