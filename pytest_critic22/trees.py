@@ -396,24 +396,33 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
     gone. ``keep`` is a run id never pruned (the caller's own, claimed or not)."""
     removed: list[str] = []
     root = trees_root(repo)
-    if root.is_dir():
-        for run in sorted(root.iterdir()):
+    with contextlib.suppress(FileNotFoundError):  # the last run to leave removed it
+        runs = sorted(root.iterdir())
+        for run in runs:
             if not run.is_dir() or run.name == keep or _owner_alive(run):
                 continue
-            links = [tree for tree in sorted(run.iterdir()) if tree.is_symlink()]
-            if links:  # warm trees: back to the pool, for the next run to reuse
-                with _repo_lock(root):
-                    pool = WarmPool(repo, _owner_alive)
-                    pool.give_back([Path(os.readlink(link)) for link in links], run)
-                removed += [str(link) for link in links]
-            for tree in sorted(run.iterdir()):
-                if tree.is_dir() and not tree.is_symlink() and tree.name not in _NOT_TREES:
-                    git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
-                    removed.append(str(tree))
-            remove_tree(run)
+            with contextlib.suppress(FileNotFoundError):  # another run is pruning it too
+                removed += _prune_run(repo, root, run)
     with _repo_lock(root):  # never while the pool moves a tree's .git file
         git(["worktree", "prune"], repo, check=False)
     _remove_if_unused(root)
+    return removed
+
+
+def _prune_run(repo: Path, root: Path, run: Path) -> list[str]:
+    """Remove one stale run's trees and folder; what it held of the warm pool goes back."""
+    removed: list[str] = []
+    links = [tree for tree in sorted(run.iterdir()) if tree.is_symlink()]
+    if links:  # warm trees: back to the pool, for the next run to reuse
+        with _repo_lock(root):
+            pool = WarmPool(repo, _owner_alive)
+            pool.give_back([Path(os.readlink(link)) for link in links], run)
+        removed += [str(link) for link in links]
+    for tree in sorted(run.iterdir()):
+        if tree.is_dir() and not tree.is_symlink() and tree.name not in _NOT_TREES:
+            git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
+            removed.append(str(tree))
+    remove_tree(run)
     return removed
 
 

