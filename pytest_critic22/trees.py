@@ -31,6 +31,7 @@ from pytest_critic22.childfiles import remove_tree
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR
+from pytest_critic22.runowner import OWNER, identity, owner_alive, young
 from pytest_critic22.warmtrees import FAILURES, WarmPool
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
 ]
 
 _READY = ".ready"  # beside the tree, so the tree holds only the code
-_OWNER = "owner.json"
 _LOCK = "worktree.lock"
 _NOT_TREES = ("scratch", "slots")  # a run's folders that are not worktrees
 _REPOSITORY = "repository"  # in a repository's trees folder: the repository's path
@@ -102,7 +102,7 @@ class TreeSet:
         self._made: dict[str, Path] = {}
         self._made_lock = threading.Lock()  # get() is called from several threads at once
         self.setup = TreeSetup()
-        self.pool = WarmPool(repo, _owner_alive) if warm else None
+        self.pool = WarmPool(repo, owner_alive) if warm else None
 
     @property
     def scratch(self) -> Path:
@@ -118,7 +118,7 @@ class TreeSet:
         """Mark the run's folder as owned by this (controller) process, and the repository's
         folder with the repository's path (see :func:`prune_orphans`)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / _OWNER).write_text(json.dumps(_identity(os.getpid())))
+        (self.root / OWNER).write_text(json.dumps(identity(os.getpid())))
         named = self.root.parent / _REPOSITORY
         if not named.exists():
             named.write_text(str(self.repo.resolve()), encoding="utf-8")
@@ -202,7 +202,7 @@ class TreeSet:
             self._remove_tree(path)
 
     def _pool(self) -> WarmPool:
-        return self.pool if self.pool is not None else WarmPool(self.repo, _owner_alive)
+        return self.pool if self.pool is not None else WarmPool(self.repo, owner_alive)
 
     def check_applies(self, patch: ParsedPatch) -> str | None:
         """Why the patch does not apply to the base commit, or None when it does."""
@@ -218,14 +218,7 @@ class TreeSet:
         """Remove every tree of this run and forget them in the repository (warm ones go back
         to the pool); remove the repository's folder too when no other run uses it."""
         if self.root.exists():
-            links = [child for child in sorted(self.root.iterdir()) if child.is_symlink()]
-            if links:
-                with _repo_lock(self.root.parent):
-                    self._pool().give_back([Path(os.readlink(c)) for c in links], self.root)
-            for child in sorted(self.root.iterdir()):
-                if child.is_dir() and not child.is_symlink() and child.name not in _NOT_TREES:
-                    self._remove_tree(child)
-            remove_tree(self.root)
+            _remove_run(self.repo, self.root, self._pool())
         with _repo_lock(self.root.parent):  # never while the pool moves a tree's .git file
             git(["worktree", "prune"], self.repo, check=False)
         self._made.clear()
@@ -396,32 +389,35 @@ def prune_stale(repo: Path, *, keep: str | None = None) -> list[str]:
     gone. ``keep`` is a run id never pruned (the caller's own, claimed or not)."""
     removed: list[str] = []
     root = trees_root(repo)
-    with contextlib.suppress(FileNotFoundError):  # the last run to leave removed it
+    try:
         runs = sorted(root.iterdir())
-        for run in runs:
-            if not run.is_dir() or run.name == keep or _owner_alive(run):
-                continue
-            with contextlib.suppress(FileNotFoundError):  # another run is pruning it too
-                removed += _prune_run(repo, root, run)
+    except FileNotFoundError:  # no run yet, or the last one to leave removed the folder
+        runs = []
+    for run in runs:
+        if run.is_dir() and run.name != keep and not owner_alive(run):
+            removed += _remove_run(repo, run, WarmPool(repo, owner_alive))
     with _repo_lock(root):  # never while the pool moves a tree's .git file
         git(["worktree", "prune"], repo, check=False)
     _remove_if_unused(root)
     return removed
 
 
-def _prune_run(repo: Path, root: Path, run: Path) -> list[str]:
-    """Remove one stale run's trees and folder; what it held of the warm pool goes back."""
+def _remove_run(repo: Path, run: Path, pool: WarmPool) -> list[str]:
+    """Remove a run's trees (its warm ones go back to the pool) and its folder; what was
+    removed. Two reviews pruning one crashed run at once: whoever comes first removes it."""
     removed: list[str] = []
-    links = [tree for tree in sorted(run.iterdir()) if tree.is_symlink()]
-    if links:  # warm trees: back to the pool, for the next run to reuse
-        with _repo_lock(root):
-            pool = WarmPool(repo, _owner_alive)
-            pool.give_back([Path(os.readlink(link)) for link in links], run)
-        removed += [str(link) for link in links]
-    for tree in sorted(run.iterdir()):
-        if tree.is_dir() and not tree.is_symlink() and tree.name not in _NOT_TREES:
-            git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
-            removed.append(str(tree))
+    with contextlib.suppress(FileNotFoundError):  # the other review got there first
+        entries = sorted(run.iterdir())
+        links = [tree for tree in entries if tree.is_symlink()]
+        if links:  # warm trees: back to the pool, for the next run to reuse
+            with _repo_lock(run.parent):
+                pool.give_back([Path(os.readlink(link)) for link in links], run)
+            removed += [str(link) for link in links]
+        for tree in entries:
+            if tree.is_dir() and not tree.is_symlink() and tree.name not in _NOT_TREES:
+                git(["worktree", "remove", "--force", "--force", str(tree)], repo, check=False)
+                remove_tree(tree)
+                removed.append(str(tree))
     remove_tree(run)
     return removed
 
@@ -438,67 +434,15 @@ def prune_orphans() -> list[str]:
             repo = (root / _REPOSITORY).read_text(encoding="utf-8")
         except (OSError, ValueError):
             continue
-        if not os.path.isabs(repo) or os.path.lexists(repo) or _young(root, _ORPHAN_AGE):
+        if not os.path.isabs(repo) or os.path.lexists(repo) or young(root, _ORPHAN_AGE):
             continue
         with contextlib.suppress(OSError), _repo_lock(root):
             runs = [run for run in root.iterdir() if run.is_dir()]
-            if any(_owner_alive(run) or _young(run, _ORPHAN_AGE) for run in runs):
+            if any(owner_alive(run) or young(run, _ORPHAN_AGE) for run in runs):
                 continue
             remove_tree(root)
             removed.append(str(root))
     return removed
-
-
-def _identity(pid: int) -> dict[str, object]:
-    return {"pid": pid, "start": _start_time(pid)}
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat):
-    with the PID, it names one process for the machine's uptime."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _owner_alive(run: Path) -> bool:
-    """Is the process that claimed this run still running (not a zombie, not a reused PID)?
-    A run folder without an owner file is not yet claimed if it is young: its creator is
-    between ``mkdir`` and writing the file."""
-    try:
-        owner = json.loads((run / _OWNER).read_text())
-        pid = int(owner["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return _young(run)
-    proc = Path(f"/proc/{pid}/stat")
-    if Path("/proc/self/stat").exists():  # Linux: the precise answer
-        try:
-            stat = proc.read_text()
-        except OSError:
-            return False
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] in ("Z", "X"):  # a zombie: dead, only not yet reaped by its parent
-            return False
-        started = owner.get("start")
-        return started is None or fields[19] == started
-    try:  # pragma: no cover - elsewhere: signal 0
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _young(run: Path, seconds: float = 60.0) -> bool:
-    import time
-
-    try:
-        return time.time() - run.stat().st_mtime < seconds
-    except OSError:
-        return False
 
 
 def _flock(fd: int) -> None:

@@ -13,7 +13,7 @@ files out of it), and a pool dies with its repository instead of outliving it in
 
 - *held* by a run: registered as a worktree of the repository; ``holder`` is the run's folder
   (``trees_root/<run id>``), which holds a link ``<variant> -> entry`` to it. A holder is
-  gone when that folder's owner is (:func:`trees._owner_alive`: a dead, zombie or reused
+  gone when that folder's owner is (:func:`runowner.owner_alive`: a dead, zombie or reused
   PID): its entries are free again at the next sweep, so a run killed with SIGKILL loses
   nothing. Not a lock held by one process: under xdist the process that builds a tree may be
   a worker, which exits (or is replaced) before the run ends.
