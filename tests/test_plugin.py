@@ -147,3 +147,49 @@ def test_pytest_without_a_review_imports_neither_litellm_nor_libcst(
     assert not [m for m in loaded if m.startswith("litellm")]  # no model configured
     if not args or args == ["--help"]:
         assert loaded == []  # not even the diff parser or libcst
+
+
+FREEZE_PROBE = """
+import atexit, gc, json, os
+OUT = os.environ["CRITIC22_FREEZE_OUT"]
+def _write(name):
+    with open(os.path.join(OUT, name), "w") as fh:
+        json.dump(gc.get_freeze_count(), fh)
+def pytest_sessionfinish(session):
+    _write("during")
+if os.environ.get("CRITIC22_FREEZE_AT_EXIT"):
+    atexit.register(_write, "at-exit")  # before the plugin's, so it runs after it
+"""
+
+
+def _frozen(folder: Path, when: str) -> int:
+    count = json.loads((folder / when).read_text())
+    assert isinstance(count, int)
+    return count
+
+
+@pytest.mark.parametrize("only", [True, False], ids=["only", "with-the-users-tests"])
+def test_the_controllers_heap_is_frozen_only_while_no_user_test_runs_in_it(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, only: bool
+) -> None:
+    """In this process (pytest.main): frozen during an --critic22-only run, given back at
+    its end; never frozen where the user's own tests run."""
+    import gc
+
+    monkeypatch.setenv("CRITIC22_FREEZE_OUT", str(tmp_path))
+    project.makeconftest(FREEZE_PROBE)
+    assert gc.get_freeze_count() == 0
+    args = ["--critic22=p.diff", *(["--critic22-only"] if only else [])]
+    assert project.runpytest_inprocess(*args).ret == 0
+    assert (_frozen(tmp_path, "during") > 0) is only
+    assert gc.get_freeze_count() == 0  # this process collects everything again
+
+
+def test_a_review_process_exits_without_collecting_its_heap_again(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CRITIC22_FREEZE_OUT", str(tmp_path))
+    monkeypatch.setenv("CRITIC22_FREEZE_AT_EXIT", "1")
+    project.makeconftest(FREEZE_PROBE)
+    assert project.runpytest_subprocess("--critic22=p.diff", "--critic22-only").ret == 0
+    assert _frozen(tmp_path, "during") > 0 and _frozen(tmp_path, "at-exit") > 0
