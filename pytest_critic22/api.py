@@ -453,14 +453,14 @@ def _run(
 ) -> tuple[int | None, str, float]:
     """Run in its own process group: (exit status or None on timeout, output tail, seconds).
 
-    On a timeout the group is killed. On Ctrl-C (or any other interruption of this process)
-    the run gets SIGINT first, so that the plugin removes its worktrees, then is killed.
+    On a timeout the group is killed; on Ctrl-C (or another interruption) it gets SIGINT first
+    (the plugin removes its worktrees), then is killed. It writes no bytecode into the checkout.
     """
     start = time.monotonic()
     proc = subprocess.Popen(
         list(command),
         cwd=cwd,
-        env=dict(os.environ if env is None else env),
+        env={**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

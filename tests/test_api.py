@@ -276,9 +276,18 @@ def test_a_real_review_returns_the_typed_report(tmp_path: Path) -> None:
         findings=case / "findings.json",
         reruns=1,
         procedure_timeout=120,
+        # as on a machine that writes bytecode next to the sources (the suite's conftest
+        # moves it into a folder of its own): the review's pytest imports the checkout's
+        # conftest.py, and must leave no __pycache__ there
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")
+        },
     )
     expected = json.loads((case / "expected.json").read_text())
     assert report.ok, report.error + "\n" + report.output
+    assert not [p for p in repo.rglob("__pycache__") if ".git" not in p.parts]
     assert report.verdict == expected["verdict"] == "reject"
     assert report.exit_status == expected["exit"]
     assert {f.id: f.status for f in report.findings} == expected["findings"]
