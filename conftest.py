@@ -15,13 +15,17 @@ import pytest
 MODEL_CLIENTS = ("litellm", "openai", "anthropic")
 _BYTECODE = "pytest-critic22-bytecode-"
 _bytecode: list[Path] = []
+_prefix: list[str | None] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C reaches the processes the tests start; bytecode for them, where the
-    environment forbids it.
+    """Ctrl-C reaches the processes the tests start; their bytecode in a folder of its own.
 
-    With ``PYTHONDONTWRITEBYTECODE`` set (as on our CI machines), every process the tests
+    Bytecode is never written next to a source: the end-to-end tests check, with
+    ``git status``, that a review leaves the user's checkout as it was, and a sample's own
+    tests imported in the test's process (the user's pytest, not the plugin's doing) would
+    otherwise leave ``__pycache__`` folders there. With ``PYTHONDONTWRITEBYTECODE`` set (as
+    on our CI machines), every process the tests
     start — hundreds of ``pytest --critic22`` runs — compiled the package afresh and had
     pytest rewrite its asserts: about 2 CPU-seconds each, a good part of the suite. Here
     they share one bytecode cache, in a folder of this run's (``PYTHONPYCACHEPREFIX``), so
@@ -36,8 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # which ignores SIGINT, as every child would then: the tests that stop a run with
         # Ctrl-C would see it ignored. Python's own handler, as in a terminal.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        return
+    if hasattr(config, "workerinput"):
+        return  # a worker inherits the folder from its controller's environment
     from pytest_critic22.childfiles import prune_orphans
 
     prune_orphans(_BYTECODE)
@@ -45,7 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _bytecode.append(folder)
     _seed_bytecode(folder)
     os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
-    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    # This process too (a serial run's in-process pytester runs): Python and pytest's
+    # assertion rewriter read the prefix at each write. Given back at unconfigure.
+    _prefix.append(sys.pycache_prefix)
+    sys.pycache_prefix = str(folder)
 
 
 def _seed_bytecode(folder: Path) -> None:
@@ -88,6 +96,8 @@ def _link(source: str, link: Path) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     from pytest_critic22.childfiles import remove_tree
 
+    while _prefix:
+        sys.pycache_prefix = _prefix.pop()
     while _bytecode:
         remove_tree(_bytecode.pop())
 
