@@ -30,8 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
     pytest rewrite its asserts: about 2 CPU-seconds each, a good part of the suite. Here
     they share one bytecode cache, in a folder of this run's (``PYTHONPYCACHEPREFIX``), so
     nothing is written next to any source, and the folder is removed at the end (a killed
-    run's, by the next). Nothing the tests check depends on it: the plugin's own children
-    get their environment from the runner, which forbids bytecode itself.
+    run's, by the next). No outcome the tests check depends on it: the plugin's own
+    children get their environment from the runner, which forbids bytecode itself, and the
+    review's pytest that ``review()`` starts forbids it too (``test_api.py`` checks that
+    without this folder).
     """
     import signal
 
