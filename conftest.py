@@ -25,12 +25,11 @@ def pytest_configure(config: pytest.Config) -> None:
     ``git status``, that a review leaves the user's checkout as it was, and a sample's own
     tests imported in the test's process (the user's pytest, not the plugin's doing) would
     otherwise leave ``__pycache__`` folders there. With ``PYTHONDONTWRITEBYTECODE`` set (as
-    on our CI machines), every process the tests
-    start — hundreds of ``pytest --critic22`` runs — compiled the package afresh and had
-    pytest rewrite its asserts: about 2 CPU-seconds each, a good part of the suite. Here
-    they share one bytecode cache, in a folder of this run's (``PYTHONPYCACHEPREFIX``), so
-    nothing is written next to any source, and the folder is removed at the end (a killed
-    run's, by the next). No outcome the tests check depends on it: the plugin's own
+    on our CI machines), every process the tests start — hundreds of ``pytest --critic22``
+    runs — would compile the package afresh and have pytest rewrite its asserts: about 2
+    CPU-seconds each, a good part of the suite. So they share one bytecode cache, in a
+    folder of this run's (``PYTHONPYCACHEPREFIX``), removed at the end (a killed run's, by
+    the next). No outcome the tests check depends on it: the plugin's own
     children get their environment from the runner, which forbids bytecode itself, and the
     review's pytest that ``review()`` starts forbids it too (``test_api.py`` checks that
     without this folder).
