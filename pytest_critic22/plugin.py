@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import sys
 
 import pytest
 
@@ -20,6 +21,11 @@ __all__ = ["PLUGIN_NAME", "check_ini"]
 #: The name the review session is registered under: ``pluginmanager.get_plugin(PLUGIN_NAME)``.
 PLUGIN_NAME = "critic22-session"
 _FROZE = pytest.StashKey[bool]()
+_ONLY = pytest.StashKey[bool]()
+#: Plugins whose terminal summary, in a run that never imported their library, reports
+#: nothing yet imports it (plugin name -> library). hypothesis' imports all of hypothesis
+#: (``hypothesis.internal.observability``), about 0.16 s at the end of every run.
+IDLE_SUMMARIES = {"hypothesispytest": "hypothesis"}
 _FREEZE_AT_EXIT: list[bool] = []  # atexit.register(gc.freeze) done in this process
 
 
@@ -46,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[PLUGIN_KEY] = plugin
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     if plugin.opts.only:
+        config.stash[_ONLY] = True
         _freeze(config)
 
 
@@ -63,6 +70,22 @@ def _freeze(config: pytest.Config) -> None:
     if not _FREEZE_AT_EXIT:
         atexit.register(gc.freeze)
         _FREEZE_AT_EXIT.append(True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With ``--critic22-only`` no test of the user's ran in this session (nor, under xdist,
+    on a worker: they ran only generated items), so a plugin of :data:`IDLE_SUMMARIES` whose
+    library nothing imported has nothing to report: it is unregistered before pytest calls
+    the terminal summary (after every other session-finish hook), which would import its
+    library for nothing. A library something did import keeps its plugin."""
+    config = session.config
+    if not config.stash.get(_ONLY, False) or hasattr(config, "workerinput"):
+        return
+    for name, library in IDLE_SUMMARIES.items():
+        idle = config.pluginmanager.get_plugin(name)
+        if idle is not None and library not in sys.modules:
+            config.pluginmanager.unregister(idle, name)
 
 
 @pytest.hookimpl(trylast=True)

@@ -193,3 +193,55 @@ def test_a_review_process_exits_without_collecting_its_heap_again(
     project.makeconftest(FREEZE_PROBE)
     assert project.runpytest_subprocess("--critic22=p.diff", "--critic22-only").ret == 0
     assert _frozen(tmp_path, "during") > 0 and _frozen(tmp_path, "at-exit") > 0
+
+
+HYPOTHESIS_PROBE = """
+import atexit, json, os, sys
+OUT = os.environ["CRITIC22_HYPOTHESIS_OUT"]
+if os.environ.get("CRITIC22_IMPORT_HYPOTHESIS"):
+    import hypothesis  # a conftest that registers profiles, say
+seen = {}
+def pytest_sessionstart(session):
+    seen["at start"] = session.config.pluginmanager.get_plugin("hypothesispytest") is not None
+def pytest_terminal_summary(terminalreporter):
+    plugins = terminalreporter.config.pluginmanager
+    seen["at summary"] = plugins.get_plugin("hypothesispytest") is not None
+def _dump():
+    seen["imported at exit"] = "hypothesis" in sys.modules
+    with open(OUT, "w") as fh:
+        json.dump(seen, fh)
+atexit.register(_dump)
+"""
+
+
+@pytest.mark.all_plugins  # hypothesis' plugin loaded, as in a user's shell
+@pytest.mark.parametrize(
+    ("args", "imported", "kept"),
+    [
+        (["--critic22-only"], False, False),
+        (["--critic22-only"], True, True),
+        ([], False, True),
+    ],
+    ids=["only", "only-conftest-imports-hypothesis", "with-the-users-tests"],
+)
+def test_an_only_run_drops_hypothesis_summary_when_nothing_imported_hypothesis(
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    imported: bool,
+    kept: bool,
+) -> None:
+    """hypothesis' terminal summary imports all of hypothesis even in a run that never used
+    it; an --critic22-only run, where no user test runs, unregisters it first. A run of the
+    user's tests, or one where something imported hypothesis, keeps it."""
+    out = project.path / "hypothesis.json"
+    monkeypatch.setenv("CRITIC22_HYPOTHESIS_OUT", str(out))
+    if imported:
+        monkeypatch.setenv("CRITIC22_IMPORT_HYPOTHESIS", "1")
+    project.makeconftest(HYPOTHESIS_PROBE)
+    assert project.runpytest_subprocess("--critic22=p.diff", *args).ret == 0
+    seen = json.loads(out.read_text())
+    assert seen["at start"]  # the plugin was loaded
+    assert seen["at summary"] is kept
+    if not kept:
+        assert not seen["imported at exit"]
