@@ -74,13 +74,15 @@ def _freeze(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """With ``--critic22-only`` no test of the user's ran in this session (nor, under xdist,
-    on a worker: they ran only generated items), so a plugin of :data:`IDLE_SUMMARIES` whose
-    library nothing imported has nothing to report: it is unregistered before pytest calls
-    the terminal summary (after every other session-finish hook), which would import its
-    library for nothing. A library something did import keeps its plugin."""
+    """With ``--critic22-only`` no test of the user's ran in this session, on the controller
+    or on an xdist worker (they ran only generated items), so a plugin of
+    :data:`IDLE_SUMMARIES` whose library nothing imported in this process has nothing to
+    report: it is unregistered before pytest calls the terminal summary (the terminal
+    reporter's session-finish wrapper calls it once every session-finish hook has returned),
+    which would import its library for nothing. A library something did import keeps its
+    plugin."""
     config = session.config
-    if not config.stash.get(_ONLY, False) or hasattr(config, "workerinput"):
+    if not config.stash.get(_ONLY, False):
         return
     for name, library in IDLE_SUMMARIES.items():
         idle = config.pluginmanager.get_plugin(name)

@@ -196,7 +196,7 @@ def test_a_review_process_exits_without_collecting_its_heap_again(
 
 
 HYPOTHESIS_PROBE = """
-import atexit, json, os, sys
+import json, os, sys
 OUT = os.environ["CRITIC22_HYPOTHESIS_OUT"]
 if os.environ.get("CRITIC22_IMPORT_HYPOTHESIS"):
     import hypothesis  # a conftest that registers profiles, say
@@ -206,11 +206,11 @@ def pytest_sessionstart(session):
 def pytest_terminal_summary(terminalreporter):
     plugins = terminalreporter.config.pluginmanager
     seen["at summary"] = plugins.get_plugin("hypothesispytest") is not None
-def _dump():
-    seen["imported at exit"] = "hypothesis" in sys.modules
-    with open(OUT, "w") as fh:
+def pytest_unconfigure(config):
+    seen["imported at the end"] = "hypothesis" in sys.modules
+    name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
         json.dump(seen, fh)
-atexit.register(_dump)
 """
 
 
@@ -218,11 +218,11 @@ atexit.register(_dump)
 @pytest.mark.parametrize(
     ("args", "imported", "kept"),
     [
-        (["--critic22-only"], False, False),
+        (["--critic22-only", "-n", "2"], False, False),  # the controller's and each worker's
         (["--critic22-only"], True, True),
         ([], False, True),
     ],
-    ids=["only", "only-conftest-imports-hypothesis", "with-the-users-tests"],
+    ids=["only-n2", "only-conftest-imports-hypothesis", "with-the-users-tests"],
 )
 def test_an_only_run_drops_hypothesis_summary_when_nothing_imported_hypothesis(
     project: pytest.Pytester,
@@ -234,14 +234,17 @@ def test_an_only_run_drops_hypothesis_summary_when_nothing_imported_hypothesis(
     """hypothesis' terminal summary imports all of hypothesis even in a run that never used
     it; an --critic22-only run, where no user test runs, unregisters it first. A run of the
     user's tests, or one where something imported hypothesis, keeps it."""
-    out = project.path / "hypothesis.json"
+    out = project.path / "hypothesis"
+    out.mkdir()
     monkeypatch.setenv("CRITIC22_HYPOTHESIS_OUT", str(out))
     if imported:
         monkeypatch.setenv("CRITIC22_IMPORT_HYPOTHESIS", "1")
     project.makeconftest(HYPOTHESIS_PROBE)
     assert project.runpytest_subprocess("--critic22=p.diff", *args).ret == 0
-    seen = json.loads(out.read_text())
-    assert seen["at start"]  # the plugin was loaded
-    assert seen["at summary"] is kept
-    if not kept:
-        assert not seen["imported at exit"]
+    processes = {p.stem: json.loads(p.read_text()) for p in out.iterdir()}
+    assert set(processes) == ({"controller", "gw0", "gw1"} if "-n" in args else {"controller"})
+    for seen in processes.values():
+        assert seen["at start"]  # the plugin was loaded
+        assert seen["at summary"] is kept
+        if not kept:
+            assert not seen["imported at the end"]
