@@ -208,7 +208,7 @@ def pytest_terminal_summary(terminalreporter):
     seen["at summary"] = plugins.get_plugin("hypothesispytest") is not None
 def pytest_unconfigure(config):
     seen["imported at the end"] = "hypothesis" in sys.modules
-    name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    name = getattr(config, "workerinput", {}).get("workerid", "controller")
     with open(os.path.join(OUT, name + ".json"), "w") as fh:
         json.dump(seen, fh)
 """
