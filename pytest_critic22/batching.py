@@ -200,9 +200,7 @@ class Batcher:
                 while True:
                     if self._active == 0 and self._pending:
                         forked = self._run_forked is not None
-                        groups = _grouped(self._pending, forked, self._parallel)
-                        self._pending = []
-                        groups += self._take_spare(self._parallel - len(groups), forked)
+                        groups = self._round(forked)
                         for group in groups:
                             pool.submit(self._dispatch, group, _alone(group, groups))
                     elif all(job.done for job in jobs):
@@ -236,6 +234,18 @@ class Batcher:
                 job.done = True
                 self._active -= 1
                 self._cond.notify_all()
+
+    def _round(self, forked: bool) -> list[list[_Slot]]:
+        """(Lock held.) The pending requests' groups, and speculative ones beside them. A
+        slot the pending groups leave free goes to another tree's speculative runs before a
+        tree's fork-server sessions are cut in two: each tree's runs then take its booted
+        fork-server (one group per tree), where a cut starts a server per group and, the
+        groups' results coming back apart, the speculated tree's runs in smaller rounds."""
+        whole = len(_grouped(self._pending, forked, 1))
+        spare = self._take_spare(self._parallel - whole, forked)
+        groups = _grouped(self._pending, forked, max(1, self._parallel - len(spare)))
+        self._pending = []
+        return groups + spare
 
     def _take_spare(self, free: int, forked: bool) -> list[list[_Slot]]:
         """(Lock held.) Speculative groups for the CPU slots this round leaves free."""

@@ -406,6 +406,48 @@ def test_a_dropped_speculative_run_is_never_started_late(tmp_path: Path, paralle
         assert (batcher.stats.speculative, batcher.stats.wasted) == (0, 0)
 
 
+def test_a_free_slot_goes_to_speculative_runs_before_a_tree_s_sessions_are_cut(
+    tmp_path: Path,
+) -> None:
+    """Enough findings to cut the patched tree's sessions in two, each with a speculative
+    counterfactual: the other slot takes the counterfactuals instead, so each tree's runs are
+    one group, its tree's only one (alone: it may take the tree's booted fork-server), and
+    no run waits for a later round. Cut first, the patched tree would need two fork-servers
+    and the counterfactual tree would start more, in rounds as the patched groups ended."""
+    from pytest_critic22.batching import _MIN_SESSIONS
+
+    patched, counter = tmp_path / "patched", tmp_path / "counter"
+    names = [f"test_critic22_f{i}.py" for i in range(_MIN_SESSIONS * 2)]
+    for tree, body in ((patched, "assert 1 == 2"), (counter, "pass")):
+        tree.mkdir()
+        for name in names:
+            (tree / name).write_text(f"def test_claim():\n    {body}\n")
+    groups: list[tuple[str, int, bool]] = []
+    lock = threading.Lock()
+
+    def forked(
+        tree: Path, requests: Sequence[RunRequest], alone: bool
+    ) -> list[tuple[RunResult, list[Case]] | None]:
+        with lock:
+            groups.append((tree.name, len(requests), alone))
+        nodeids = [n for request in requests for n in request.nodeids]
+        merged, cases = run_cases(tree, nodeids, timeout=60, pythonpath=[tree])
+        return [(part, []) if part else None for part in split(merged, cases, requests)]
+
+    batcher = Batcher(child(tmp_path), parallel=2, run_forked=forked)
+
+    def procedure(name: str) -> RunResult:
+        early = batcher.speculate(RunRequest(counter, (name,)))
+        first = batcher.run(RunRequest(patched, (name,)))
+        assert first.status == "failed", first.output
+        return batcher.claim(early)
+
+    jobs = batcher.execute([lambda name=name: procedure(name) for name in names])
+    assert [job.value.status for job in jobs if job.value] == ["passed"] * len(names)
+    assert sorted(groups) == [("counter", len(names), True), ("patched", len(names), True)]
+    assert batcher.stats.speculative == len(names) and batcher.stats.alone == 0
+
+
 # -- the items' shared results -------------------------------------------------------------
 
 
