@@ -12,12 +12,14 @@ column, recorded with its cause, never a broken run.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -360,7 +362,7 @@ def litellm_completion(settings: CriticSettings) -> Completion:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import warnings
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _no_collections():
         warnings.simplefilter("ignore")
         import litellm
 
@@ -398,6 +400,21 @@ def litellm_completion(settings: CriticSettings) -> Completion:
         return text, counts
 
     return complete
+
+
+@contextlib.contextmanager
+def _no_collections() -> Iterator[None]:
+    """The cyclic garbage collector off for a while (as it was after). litellm's import makes
+    about half a million objects the collector tracks, none of them garbage here, and the
+    collections their count sets off walk them again and again: a fifth of the import's CPU
+    (3.9 -> 3.1 CPU-seconds here). Garbage it makes is collected once the collector is on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 CompletionFactory = Callable[[CriticSettings], Completion]

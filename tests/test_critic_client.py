@@ -115,6 +115,21 @@ def packet_of(body: bytes) -> dict[str, Any]:
 # -- what goes on the wire ------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_client_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    """litellm is imported with the collector off (a quarter of the import's CPU); the
+    process gets it back as it was, off included."""
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        litellm_completion(CriticSettings(model=MODEL))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_blinding_holds_on_the_wire(tmp_path: Path, system: str) -> None:
     request = tmp_path / "request.json"
     request.write_text(
