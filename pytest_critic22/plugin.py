@@ -58,11 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _freeze(config: pytest.Config) -> None:
     """With ``--critic22-only`` no test of the user's runs in this process: what pytest, the
-    plugins and the review's imports made lives to the end, and neither pytest's full
-    collections at the end (for unraisable exceptions) nor the interpreter's at exit need
-    walk it again (about 0.1 s of a one-finding run). Given back when pytest unconfigures,
-    so a process that runs pytest in-process collects as before, and frozen again at exit.
-    A freeze someone else made is theirs: nothing is done."""
+    plugins and the review made lives to the end, so neither pytest's first full collection
+    at the end (its unconfigure's, for unraisable exceptions) nor the interpreter's at exit
+    need walk it again (about 0.1 s of a one-finding run; about 0.3 s more once litellm is
+    imported). Frozen here and again at session finish, for what the session made (the
+    review's imports among it). Given back when pytest unconfigures, before its cleanups'
+    collection, so a process that runs pytest in-process collects as before, and frozen
+    again at exit. A freeze someone else made is theirs: nothing is done."""
     if gc.get_freeze_count():
         return
     gc.freeze()
@@ -80,10 +82,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report: it is unregistered before pytest calls the terminal summary (the terminal
     reporter's session-finish wrapper calls it once every session-finish hook has returned),
     which would import its library for nothing. A library something did import keeps its
-    plugin."""
+    plugin. A heap this plugin froze at configure is frozen again (:func:`_freeze`)."""
     config = session.config
     if not config.stash.get(_ONLY, False):
         return
+    if config.stash.get(_FROZE, False):
+        gc.freeze()  # what the session made lives to the end too: litellm's import, libcst's
     for name, library in IDLE_SUMMARIES.items():
         idle = config.pluginmanager.get_plugin(name)
         if idle is not None and library not in sys.modules:

@@ -151,12 +151,20 @@ def test_pytest_without_a_review_imports_neither_litellm_nor_libcst(
 
 FREEZE_PROBE = """
 import atexit, gc, json, os
+import pytest
 OUT = os.environ["CRITIC22_FREEZE_OUT"]
+KEEP = []
 def _write(name):
     with open(os.path.join(OUT, name), "w") as fh:
         json.dump(gc.get_freeze_count(), fh)
+def pytest_sessionstart(session):
+    _write("start")
+    KEEP.extend([] for _ in range(1000))  # made during the session, kept to the end
 def pytest_sessionfinish(session):
     _write("during")
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    _write("unconfigure")
 if os.environ.get("CRITIC22_FREEZE_AT_EXIT"):
     atexit.register(_write, "at-exit")  # before the plugin's, so it runs after it
 """
@@ -182,6 +190,9 @@ def test_the_controllers_heap_is_frozen_only_while_no_user_test_runs_in_it(
     args = ["--critic22=p.diff", *(["--critic22-only"] if only else [])]
     assert project.runpytest_inprocess(*args).ret == 0
     assert (_frozen(tmp_path, "during") > 0) is only
+    # what the session made (the review's imports: litellm's, libcst's) is frozen too by then
+    grown = _frozen(tmp_path, "unconfigure") - _frozen(tmp_path, "start")
+    assert grown >= 1000 if only else _frozen(tmp_path, "unconfigure") == 0
     assert gc.get_freeze_count() == 0  # this process collects everything again
 
 
