@@ -11,6 +11,7 @@ and folders a child made unwritable, and Python's own ``TemporaryDirectory`` cle
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -79,20 +80,26 @@ def remove_tree(path: str | os.PathLike[str]) -> None:
     folder at the same time (two runs pruning one orphan) is no error."""
     if not os.path.lexists(path):
         return
+    handler = functools.partial(_removal_failed, root=os.path.abspath(path))
     if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=_removal_failed)
+        shutil.rmtree(path, onexc=handler)
     else:  # pragma: no cover - the 3.11 spelling
-        shutil.rmtree(path, onerror=_removal_failed)
+        shutil.rmtree(path, onerror=handler)
     if os.path.lexists(path):
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _removal_failed(function: Callable[..., Any], failed: str, *_: object) -> None:
+def _removal_failed(function: Callable[..., Any], failed: str, *_: object, root: str) -> None:
     """``shutil.rmtree``'s error handler: ``function`` (``os.open``, ``os.scandir``,
-    ``os.lstat``, ``os.rmdir``, ``os.unlink``...) failed on ``failed``. Only a removal is
-    retried with the path alone; a folder that could not be opened or listed is made
-    accessible and removed again; an entry that is gone (removed by someone else) is left."""
+    ``os.lstat``, ``os.rmdir``, ``os.unlink``...) failed on ``failed``, in the tree ``root``
+    (an absolute path) being removed. Only a removal is retried with the path alone; a folder
+    that could not be opened or listed is made accessible and removed again; an entry that
+    is gone (removed by someone else) is left. Only ``root`` and the folders in it are ever
+    made accessible: when ``failed`` is ``root`` itself (another remover took it first), its
+    parent is the system temp folder or the user's, never ours to change."""
     for folder in (failed, os.path.dirname(failed)):
+        if not _within(os.path.abspath(folder), root):
+            continue
         with contextlib.suppress(OSError):
             if stat.S_ISDIR(os.lstat(folder).st_mode):
                 os.chmod(folder, 0o700)
@@ -101,6 +108,10 @@ def _removal_failed(function: Callable[..., Any], failed: str, *_: object) -> No
             function(failed)
         elif stat.S_ISDIR(os.lstat(failed).st_mode):
             shutil.rmtree(failed, ignore_errors=True)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def private_copy(source: str | os.PathLike[str], folder: Path, name: str) -> Path | None:

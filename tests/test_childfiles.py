@@ -113,8 +113,28 @@ def test_an_entry_another_remover_took_first_is_no_error(
 
     gone = tmp_path / "orphan" / "tests"
     gone.parent.mkdir()
-    _removal_failed(function, str(gone), FileNotFoundError(2, "gone", str(gone)))
+    exc = FileNotFoundError(2, "gone", str(gone))
+    _removal_failed(function, str(gone), exc, root=str(gone.parent))
     assert gone.parent.is_dir() and not gone.exists()
+
+
+@pytest.mark.parametrize("function", [os.open, os.scandir, os.lstat, os.rmdir])
+def test_the_folder_a_removed_tree_lies_in_is_never_changed(
+    tmp_path: Path, function: Callable[..., object]
+) -> None:
+    """When the tree itself is what failed (another remover took it first, or it could not
+    be removed), the folder it lies in — the system temp folder, for a child's — keeps its
+    mode. It was made 0700: as root, /tmp itself (CI's apt then failed: "Couldn't create
+    temporary file /tmp/apt.conf...")."""
+    from pytest_critic22.childfiles import _removal_failed
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    temp.chmod(0o1777)
+    gone = temp / "critic22-orphan"
+    exc = FileNotFoundError(2, "gone", str(gone))
+    _removal_failed(function, str(gone), exc, root=str(gone))
+    assert stat.S_IMODE(temp.stat().st_mode) == 0o1777
 
 
 def test_a_folder_that_could_not_be_opened_is_opened_up_and_removed(tmp_path: Path) -> None:
@@ -124,7 +144,8 @@ def test_a_folder_that_could_not_be_opened_is_opened_up_and_removed(tmp_path: Pa
     (closed / "inner").mkdir(parents=True)
     (closed / "inner" / "file").write_text("x")
     closed.chmod(0)
-    _removal_failed(os.open, str(closed), PermissionError(13, "denied", str(closed)))
+    exc = PermissionError(13, "denied", str(closed))
+    _removal_failed(os.open, str(closed), exc, root=str(closed))
     assert not closed.exists()
 
 
