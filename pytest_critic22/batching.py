@@ -240,18 +240,26 @@ class Batcher:
         slot the pending groups leave free goes to another tree's speculative runs before a
         tree's fork-server sessions are cut in two: each tree's runs then take its booted
         fork-server (one group per tree), where a cut starts a server per group and, the
-        groups' results coming back apart, the speculated tree's runs in smaller rounds."""
+        groups' results coming back apart, the speculated tree's runs in smaller rounds. With
+        more slots than trees, each tree (wanted or speculated) is cut in at most its share
+        of the slots, so the runs surely wanted never get fewer than the speculative ones."""
         whole = len(_grouped(self._pending, forked, 1))
-        spare = self._take_spare(self._parallel - whole, forked)
+        free = self._parallel - whole
+        share = 1
+        if free > 0 and self._spare:
+            trees = len(_grouped(self._spare, forked, 1))
+            share = max(1, self._parallel // (whole + min(trees, free)))
+        spare = self._take_spare(free, forked, share)
         groups = _grouped(self._pending, forked, max(1, self._parallel - len(spare)))
         self._pending = []
         return groups + spare
 
-    def _take_spare(self, free: int, forked: bool) -> list[list[_Slot]]:
-        """(Lock held.) Speculative groups for the CPU slots this round leaves free."""
+    def _take_spare(self, free: int, forked: bool, share: int) -> list[list[_Slot]]:
+        """(Lock held.) Speculative groups for the CPU slots this round leaves free, a tree's
+        cut in at most ``share``."""
         if free <= 0 or not self._spare:
             return []
-        taken = _grouped(self._spare, forked, free)[:free]
+        taken = _grouped(self._spare, forked, share)[:free]
         started = {id(slot) for group in taken for slot in group}
         self._spare = [slot for slot in self._spare if id(slot) not in started]
         self.stats.speculative += len(started)

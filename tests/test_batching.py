@@ -406,18 +406,20 @@ def test_a_dropped_speculative_run_is_never_started_late(tmp_path: Path, paralle
         assert (batcher.stats.speculative, batcher.stats.wasted) == (0, 0)
 
 
+@pytest.mark.parametrize("parallel", [2, 4])
 def test_a_free_slot_goes_to_speculative_runs_before_a_tree_s_sessions_are_cut(
-    tmp_path: Path,
+    tmp_path: Path, parallel: int
 ) -> None:
-    """Enough findings to cut the patched tree's sessions in two, each with a speculative
-    counterfactual: the other slot takes the counterfactuals instead, so each tree's runs are
-    one group, its tree's only one (alone: it may take the tree's booted fork-server), and
-    no run waits for a later round. Cut first, the patched tree would need two fork-servers
-    and the counterfactual tree would start more, in rounds as the patched groups ended."""
+    """Enough findings to cut each tree's sessions in four, each with a speculative
+    counterfactual. Two slots: the other slot takes the counterfactuals instead of a cut, so
+    each tree's runs are one group, its tree's only one (alone: it may take the tree's booted
+    fork-server), and no run waits for a later round; cut first, the patched tree would need
+    two fork-servers and the counterfactual tree more, in rounds as the patched groups ended.
+    Four slots: two each, never more for the speculative runs than for the wanted ones."""
     from pytest_critic22.batching import _MIN_SESSIONS
 
     patched, counter = tmp_path / "patched", tmp_path / "counter"
-    names = [f"test_critic22_f{i}.py" for i in range(_MIN_SESSIONS * 2)]
+    names = [f"test_critic22_f{i}.py" for i in range(_MIN_SESSIONS * 4)]
     for tree, body in ((patched, "assert 1 == 2"), (counter, "pass")):
         tree.mkdir()
         for name in names:
@@ -434,7 +436,7 @@ def test_a_free_slot_goes_to_speculative_runs_before_a_tree_s_sessions_are_cut(
         merged, cases = run_cases(tree, nodeids, timeout=60, pythonpath=[tree])
         return [(part, []) if part else None for part in split(merged, cases, requests)]
 
-    batcher = Batcher(child(tmp_path), parallel=2, run_forked=forked)
+    batcher = Batcher(child(tmp_path), parallel=parallel, run_forked=forked)
 
     def procedure(name: str) -> RunResult:
         early = batcher.speculate(RunRequest(counter, (name,)))
@@ -444,7 +446,9 @@ def test_a_free_slot_goes_to_speculative_runs_before_a_tree_s_sessions_are_cut(
 
     jobs = batcher.execute([lambda name=name: procedure(name) for name in names])
     assert [job.value.status for job in jobs if job.value] == ["passed"] * len(names)
-    assert sorted(groups) == [("counter", len(names), True), ("patched", len(names), True)]
+    cut = parallel // 2
+    each = [(tree, len(names) // cut, cut == 1) for tree in ("counter", "patched")]
+    assert sorted(groups) == sorted(each * cut)
     assert batcher.stats.speculative == len(names) and batcher.stats.alone == 0
 
 
