@@ -236,30 +236,46 @@ class Batcher:
                 self._cond.notify_all()
 
     def _round(self, forked: bool) -> list[list[_Slot]]:
-        """(Lock held.) The pending requests' groups, and speculative ones beside them. A
-        slot the pending groups leave free goes to another tree's speculative runs before a
-        tree's fork-server sessions are cut in two: each tree's runs then take its booted
-        fork-server (one group per tree), where a cut starts a server per group and, the
-        groups' results coming back apart, the speculated tree's runs in smaller rounds. With
-        more slots than trees, each tree (wanted or speculated) is cut in at most its share
-        of the slots, so the runs surely wanted never get fewer than the speculative ones."""
+        """(Lock held.) The pending requests' groups, and speculative ones beside them.
+
+        A slot the pending groups leave free goes first to another tree's speculative runs
+        worth a fork-server of their own (at least ``_MIN_SESSIONS`` sessions, or a child's
+        run), before a tree's fork-server sessions are cut in two: each tree's runs then
+        take its booted server (one group per tree), where a cut starts a server per group
+        and, the groups' results coming back apart, the speculated tree's runs in smaller
+        rounds. Then the pending trees are cut, each in at most its share of the slots left,
+        and smaller speculative groups take only slots no cut used. With more slots than
+        trees, a speculated tree is cut in at most its share too."""
         whole = len(_grouped(self._pending, forked, 1))
         free = self._parallel - whole
-        share = 1
+        spare: list[list[_Slot]] = []
         if free > 0 and self._spare:
             trees = len(_grouped(self._spare, forked, 1))
             share = max(1, self._parallel // (whole + min(trees, free)))
-        spare = self._take_spare(free, forked, share)
-        groups = _grouped(self._pending, forked, max(1, self._parallel - len(spare)))
+            spare = self._take_spare(free, forked, share, worth_a_server=True)
+        cut = max(1, (self._parallel - len(spare)) // max(1, whole))
+        groups = _grouped(self._pending, forked, cut)
         self._pending = []
+        left = self._parallel - len(groups) - len(spare)
+        if left > 0 and self._spare:
+            spare += self._take_spare(left, forked, 1)
         return groups + spare
 
-    def _take_spare(self, free: int, forked: bool, share: int) -> list[list[_Slot]]:
-        """(Lock held.) Speculative groups for the CPU slots this round leaves free, a tree's
-        cut in at most ``share``."""
+    def _take_spare(
+        self, free: int, forked: bool, share: int, worth_a_server: bool = False
+    ) -> list[list[_Slot]]:
+        """(Lock held.) Speculative groups for ``free`` CPU slots, a tree's cut in at most
+        ``share``; with ``worth_a_server``, only groups of at least ``_MIN_SESSIONS``
+        fork-server sessions (or a child's run)."""
         if free <= 0 or not self._spare:
             return []
-        taken = _grouped(self._spare, forked, share)[:free]
+        taken = [
+            group
+            for group in _grouped(self._spare, forked, share)
+            if not worth_a_server
+            or not (forked and group[0].request.generated)
+            or len(group) >= _MIN_SESSIONS
+        ][:free]
         started = {id(slot) for group in taken for slot in group}
         self._spare = [slot for slot in self._spare if id(slot) not in started]
         self.stats.speculative += len(started)

@@ -168,6 +168,49 @@ def test_a_fork_server_gets_a_tree_sessions_unless_too_few_to_share_between_two(
     assert len(_grouped(few, False, 2)) == len(few)
 
 
+@pytest.mark.parametrize(
+    ("parallel", "pending", "spare", "groups", "left"),
+    [
+        # one finding: its counterfactual beside it
+        (2, {"p": 1}, {"c": 1}, [("p", 1), ("c", 1)], 0),
+        # 32: the counterfactuals rather than a cut, one server per tree
+        (2, {"p": 32}, {"c": 32}, [("p", 32), ("c", 32)], 0),
+        # a leftover speculation is no reason not to cut 32 wanted sessions in two
+        (2, {"p": 32}, {"c": 1}, [("p", 16), ("p", 16)], 1),
+        # repairs' small speculations wait; the big one takes the slot
+        (2, {"p": 32}, {"r1": 1, "r2": 1, "c": 30}, [("p", 32), ("c", 30)], 2),
+        # four slots: two each, the wanted never fewer than the speculative
+        (4, {"p": 32}, {"c": 32}, [("p", 16), ("p", 16), ("c", 16), ("c", 16)], 0),
+        # two wanted trees share what the speculative one leaves: no more groups than slots
+        (4, {"a": 32, "b": 32}, {"c": 32}, [("a", 32), ("b", 32), ("c", 32)], 0),
+    ],
+)
+def test_a_round_gives_free_slots_to_big_speculative_groups_then_to_cuts_then_to_small_ones(
+    parallel: int,
+    pending: dict[str, int],
+    spare: dict[str, int],
+    groups: list[tuple[str, int]],
+    left: int,
+) -> None:
+    from pytest_critic22.batching import _Slot
+
+    def slots(trees: dict[str, int]) -> list[_Slot]:
+        return [
+            _Slot(RunRequest(Path(f"/{tree}"), (f"tests/test_critic22_f{i}.py",)))
+            for tree, count in trees.items()
+            for i in range(count)
+        ]
+
+    def never(*_: object) -> Any:
+        raise AssertionError("nothing runs here")
+
+    batcher = Batcher(never, parallel=parallel, run_forked=never)
+    batcher._pending, batcher._spare = slots(pending), slots(spare)
+    made = batcher._round(forked=True)
+    assert sorted((g[0].request.tree.name, len(g)) for g in made) == sorted(groups)
+    assert len(batcher._spare) == left and batcher._pending == []
+
+
 # -- merging and splitting ---------------------------------------------------------------
 
 
