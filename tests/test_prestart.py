@@ -158,6 +158,7 @@ def test_a_review_whose_findings_never_run_a_session_leaves_no_server(
 def test_a_tree_whose_runs_are_cut_in_two_groups_takes_no_booted_server(tmp_path: Path) -> None:
     # Of two groups side by side, one on a booted server would finish first and its tree's
     # next runs would come in more, smaller rounds: a booted server is for a tree's only group.
+    # Four slots, two trees: each tree is cut in at most two (its share), "two" in two.
     from pytest_critic22.batching import Batcher, RunRequest
 
     box = resolve("bwrap")
@@ -178,7 +179,7 @@ def test_a_tree_whose_runs_are_cut_in_two_groups_takes_no_booted_server(tmp_path
     def never(*args: object) -> object:
         raise AssertionError("every request is a fork-server's")
 
-    batcher = Batcher(never, parallel=2, run_forked=forked)
+    batcher = Batcher(never, parallel=4, run_forked=forked)
 
     def procedure(tree: Path, i: int) -> object:
         return batcher.run(RunRequest(tree, (f"tests/test_critic22_f{i}.py",)))
