@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "MAX_CHILD_FILE",
     "child_tempdir",
+    "make_folder",
     "private_copy",
     "prune_orphans",
     "read_child_file",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 MAX_CHILD_FILE = 64 << 20  # bytes: a report larger than this is not read
+_MAKE_TRIES = 100  # a shared folder removed under make_folder this often: the error
 
 
 def read_child_file(path: str | os.PathLike[str], limit: int = MAX_CHILD_FILE) -> bytes | None:
@@ -71,6 +73,23 @@ def child_tempdir(prefix: str, folder: str | os.PathLike[str] | None = None) -> 
         yield path
     finally:
         remove_tree(path)
+
+
+def make_folder(path: str | os.PathLike[str]) -> None:
+    """``mkdir -p`` that a concurrent removal cannot fail: a folder shared by runs (the
+    repository's trees folder) is removed by the last run to leave, and ``exist_ok`` checks
+    that the path is a folder only after ``mkdir`` found it there, so a removal in between
+    raised FileExistsError (CI, 2026-12-03), and one between two of ``-p``'s mkdirs
+    FileNotFoundError. Both are tried again; a path that is a file stays an error."""
+    for _ in range(_MAKE_TRIES):
+        try:
+            os.makedirs(path, exist_ok=True)
+        except (FileExistsError, FileNotFoundError):
+            if os.path.lexists(path) and not os.path.isdir(path):
+                raise
+            continue  # it was there and went, or a parent went: again
+        return
+    os.makedirs(path, exist_ok=True)  # removed under us every time: the error, as it is
 
 
 def remove_tree(path: str | os.PathLike[str]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_critic22.childfiles import remove_tree
+from pytest_critic22.childfiles import make_folder, remove_tree
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR
@@ -117,7 +117,7 @@ class TreeSet:
     def claim(self) -> None:
         """Mark the run's folder as owned by this (controller) process, and the repository's
         folder with the repository's path (see :func:`prune_orphans`)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_folder(self.root)
         (self.root / OWNER).write_text(json.dumps(identity(os.getpid())))
         named = self.root.parent / _REPOSITORY
         if not named.exists():
@@ -230,7 +230,7 @@ class TreeSet:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_folder(self.root)
         # Repository-wide, not per run: two runs on one repository also race on config.lock.
         with _repo_lock(self.root.parent):
             yield
@@ -238,12 +238,16 @@ class TreeSet:
 
 @contextlib.contextmanager
 def _repo_lock(folder: Path) -> Iterator[None]:
-    """The repository-wide lock. The lock file is removed by the last run to leave, so after
-    locking we check that the file we hold is still the one on disk (else lock again)."""
+    """The repository-wide lock. The lock file and its folder are removed by the last run to
+    leave, even between our making the folder and opening the file (then both again), so
+    after locking we check that the file we hold is still the one on disk (else lock again)."""
     lock_path = folder / _LOCK
     while True:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        make_folder(folder)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the last run to leave removed the folder just now
+            continue
         _flock(fd)
         try:
             same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino

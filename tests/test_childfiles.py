@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.childfiles import read_child_file, remove_tree
+from pytest_critic22.childfiles import make_folder, read_child_file, remove_tree
 from pytest_critic22.coverage_evidence import _executed_lines
 from pytest_critic22.runner import run_pytest
 from pytest_critic22.sandbox import resolve
@@ -135,6 +135,59 @@ def test_the_folder_a_removed_tree_lies_in_is_never_changed(
     exc = FileNotFoundError(2, "gone", str(gone))
     _removal_failed(function, str(gone), exc, root=str(gone))
     assert stat.S_IMODE(temp.stat().st_mode) == 0o1777
+
+
+def _removed_once_after(monkeypatch: pytest.MonkeyPatch, folder: Path, *, when: str) -> list[str]:
+    """Force one interleaving with the real file system: right after ``os.mkdir`` of
+    ``folder`` finds it there (``when="exists"``) or makes it (``when="made"``), another run
+    removes it, once. What was removed is listed."""
+    real = os.mkdir
+    removed: list[str] = []
+
+    def mkdir(path: str | os.PathLike[str], *args: object, **kwargs: object) -> None:
+        try:
+            real(path, *args, **kwargs)  # type: ignore[arg-type]
+        except FileExistsError:
+            if when == "exists" and Path(path) == folder and not removed:
+                os.rmdir(path)
+                removed.append(str(path))
+            raise
+        if when == "made" and Path(path) == folder and not removed:
+            os.rmdir(path)
+            removed.append(str(path))
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    return removed
+
+
+def test_a_shared_folder_removed_right_after_mkdir_found_it_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last run to leave removes the repository's trees folder while a starting one
+    locks it: ``mkdir(exist_ok=True)`` saw it there, then checked ``is_dir()`` after it
+    went, and raised FileExistsError out of the review (CI, 2026-12-03)."""
+    shared = tmp_path / "critic22-trees-x"
+    shared.mkdir()
+    removed = _removed_once_after(monkeypatch, shared, when="exists")
+    make_folder(shared)
+    assert removed == [str(shared)] and shared.is_dir()
+
+
+def test_a_parent_removed_between_two_mkdirs_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "critic22-trees-x"
+    removed = _removed_once_after(monkeypatch, shared, when="made")
+    make_folder(shared / "run-1")
+    assert removed == [str(shared)] and (shared / "run-1").is_dir()
+
+
+def test_a_file_where_the_folder_should_be_stays_an_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError):
+        make_folder(tmp_path / "file")
+    with pytest.raises((FileExistsError, NotADirectoryError)):
+        make_folder(tmp_path / "file" / "below")
 
 
 def test_a_folder_that_could_not_be_opened_is_opened_up_and_removed(tmp_path: Path) -> None:

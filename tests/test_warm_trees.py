@@ -25,10 +25,12 @@ from pytest_critic22.diffparse import parse_patch
 from pytest_critic22.gitio import commit_all, git, init_repo
 from pytest_critic22.sandbox import resolve
 from pytest_critic22.trees import (
+    _LOCK,
     _READY,
     TreeSet,
     TreeSetup,
     Variant,
+    _repo_lock,
     prune_orphans,
     prune_stale,
     trees_root,
@@ -325,6 +327,31 @@ def test_two_runs_pruning_the_same_crashed_runs_at_once_both_go_on(repo: Repo) -
     assert failures == []
     assert not list(trees_root(repo.path).glob("run-crashed-*"))
     assert repo.registered() == 1  # the warm ones are back in the pool, unregistered
+
+
+def test_the_lock_is_taken_when_its_folder_goes_just_before_the_lock_file_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other half of that race, forced: the last run to leave removes the repository's
+    folder between this run's making it and opening the lock file in it (FileNotFoundError
+    out of the review, 1 in 40 runs of the test above, before the fix)."""
+    folder = tmp_path / "critic22-trees-x"
+    lock_file = str(folder / _LOCK)
+    real = os.open
+    removed: list[str] = []
+
+    def open_(path: str | os.PathLike[str], flags: int, *args: object, **kwargs: object) -> int:
+        if os.fspath(path) == lock_file and not removed:
+            os.rmdir(folder)  # empty: made just now
+            removed.append(str(folder))
+        return real(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", open_)
+    with _repo_lock(folder):
+        monkeypatch.undo()
+        held = os.stat(folder / _LOCK).st_ino
+    assert removed == [str(folder)] and held
+    shutil.rmtree(folder)
 
 
 def test_a_killed_runs_folder_goes_once_its_repository_is_deleted(tmp_path: Path) -> None:
