@@ -312,9 +312,14 @@ def spawn_python(
 def launcher_argv(
     python_args: Sequence[str], cpu_seconds: int, memory_bytes: int, max_processes: int
 ) -> list[str]:
-    """``python ARGS`` behind the launcher that sets the resource limits first."""
+    """``python ARGS`` behind the launcher that sets the resource limits first. Isolated
+    (``-I -S``): the launcher's folder is the tree, and ``python -c`` would put it first on
+    ``sys.path``, so a ``resource.py`` or ``ctypes.py`` of the patch's was imported in place
+    of the standard library's and the child ran without its limits; nor does it need site."""
     return [
         sys.executable,
+        "-I",
+        "-S",
         "-c",
         _LAUNCHER,
         str(cpu_seconds),

@@ -50,6 +50,53 @@ def test_a_passing_and_a_failing_run_are_read_from_the_junit_report(tmp_path: Pa
     assert passing.status == "passed" and passing.exit_code == 0
 
 
+SHADOWS = """\
+import pathlib
+pathlib.Path(__file__).with_suffix(".imported").write_text("")
+RLIMIT_CPU = RLIMIT_AS = RLIMIT_NPROC = 0
+RLIM_INFINITY = -1
+def getrlimit(limit):
+    return (-1, -1)
+def setrlimit(limit, values):
+    pass
+def CDLL(*args, **kwargs):
+    raise OSError("no")
+"""
+
+
+def test_a_tree_cannot_shadow_the_modules_that_set_its_limits(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    """A patch that adds ``resource.py`` (or ``ctypes.py``) at the repository's root: the
+    launcher that sets the child's limits imported it from the tree (``python -c`` puts the
+    working folder first on ``sys.path``) and the child ran without its process, memory and
+    CPU limits. The limits are read from /proc, which no module of the tree can fake."""
+    for name in ("resource", "ctypes"):
+        (tmp_path / f"{name}.py").write_text(SHADOWS)
+    write_test(
+        tmp_path,
+        "from pathlib import Path\n\n"
+        "def test_limits():\n"
+        "    limits = Path('/proc/self/limits').read_text()\n"
+        "    print(limits)\n"
+        "    soft = {line[:26].strip(): line[26:47].strip() for line in limits.splitlines()}\n"
+        "    assert soft['Max processes'] == '77'\n"
+        "    assert soft['Max address space'] == str(3 << 30)\n"
+        "    assert soft['Max cpu time'] != 'unlimited'\n",
+    )
+    result = run_pytest(
+        tmp_path,
+        ["test_probe.py"],
+        timeout=60,
+        pythonpath=[tmp_path],
+        memory_bytes=3 << 30,
+        max_processes=77,
+        sandbox=sandbox,
+    )
+    assert result.status == "passed", result.output
+    assert not (tmp_path / "ctypes.imported").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
