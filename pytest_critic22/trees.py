@@ -47,6 +47,7 @@ __all__ = [
 
 _READY = ".ready"  # beside the tree, so the tree holds only the code
 _LOCK = "worktree.lock"
+_LOCK_TRIES = 100  # the lock's folder removed under us this often: the error
 _NOT_TREES = ("scratch", "slots")  # a run's folders that are not worktrees
 _REPOSITORY = "repository"  # in a repository's trees folder: the repository's path
 _ORPHAN_AGE = 3600.0  # seconds without a change before a deleted repository's folder goes
@@ -242,12 +243,16 @@ def _repo_lock(folder: Path) -> Iterator[None]:
     leave, even between our making the folder and opening the file (then both again), so
     after locking we check that the file we hold is still the one on disk (else lock again)."""
     lock_path = folder / _LOCK
+    gone = 0
     while True:
         make_folder(folder)
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # never through a link: one planted there (dangling, say) is an error
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except FileNotFoundError:  # the last run to leave removed the folder just now
-            continue
+            gone += 1
+            if gone < _LOCK_TRIES:
+                continue
+            raise
         _flock(fd)
         try:
             same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino

@@ -8,8 +8,10 @@ a fresh ``git worktree add`` writes a new one.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -352,6 +354,35 @@ def test_the_lock_is_taken_when_its_folder_goes_just_before_the_lock_file_is_ope
         held = os.stat(folder / _LOCK).st_ino
     assert removed == [str(folder)] and held
     shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("target", ["nowhere/lock", "real-file"])
+def test_a_link_planted_in_place_of_the_lock_file_is_an_error_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    """A link in place of the lock file (a child under rlimits can plant one in the shared
+    folder): never locked through, and an error at the first try. A dangling one made the
+    retry above spin for ever (open's ENOENT read as "the folder went"); ``make_folder`` is
+    counted, so a spin fails this test instead of hanging it."""
+    import pytest_critic22.trees as trees_module
+
+    folder = tmp_path / "critic22-trees-x"
+    folder.mkdir()
+    (tmp_path / "real-file").write_text("")
+    (folder / _LOCK).symlink_to(tmp_path / target)
+    made: list[Path] = []
+    real = trees_module.make_folder
+
+    def counted(path: Path) -> None:
+        made.append(path)
+        assert len(made) < 1000, "the lock's retry spins"
+        real(path)
+
+    monkeypatch.setattr(trees_module, "make_folder", counted)
+    with pytest.raises(OSError, match=re.escape(os.strerror(errno.ELOOP))), _repo_lock(folder):
+        pass  # pragma: no cover - only when the test fails
+    assert len(made) == 1
+    assert (tmp_path / "real-file").read_text() == ""
 
 
 def test_a_killed_runs_folder_goes_once_its_repository_is_deleted(tmp_path: Path) -> None:
