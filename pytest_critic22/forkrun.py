@@ -234,7 +234,9 @@ def _server(
 ) -> tuple[list[str], dict[str, str]]:
     """The fork-server's command and environment: nothing in them depends on its jobs."""
     command = bwrap_argv(
-        launcher_argv(["-c", _source(_SOURCE)], _BOOT_CPU, memory_bytes, max_processes),
+        launcher_argv(
+            ["-c", _source(_SOURCE)], _BOOT_CPU, memory_bytes, max_processes, cpu_hard=0
+        ),  # its hard CPU limit: its own, once it has read its jobs (zygote.py)
         tree=tree,
         writable=(),
         fork_server=True,  # PID 1: nothing else in its namespace holds the results' pipe

@@ -54,6 +54,7 @@ __all__ = [
     "supervise",
 ]
 
+CPU_GRACE = 5  # seconds of CPU between SIGXCPU (the soft limit) and SIGKILL (the hard one)
 # The launcher sets limits, then becomes pytest: limits without preexec_fn (thread-safe).
 _LAUNCHER = """\
 import os, resource, signal, sys
@@ -62,21 +63,21 @@ try:  # die with the controller even under SIGKILL (bwrap does this itself; rlim
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 except Exception:
     pass
-def _set(limit, value):
+def _set(limit, value, ceiling):
     try:
         soft, hard = resource.getrlimit(limit)
         if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(limit, (value, hard))
+            value, ceiling = min(value, hard), min(ceiling, hard)
+        resource.setrlimit(limit, (value, ceiling))
     except (ValueError, OSError):
         pass
-cpu, mem, nproc = (int(x) for x in sys.argv[1:4])
-_set(resource.RLIMIT_CPU, cpu)
+cpu, cpu_hard, mem, nproc = (int(x) for x in sys.argv[1:5])
+_set(resource.RLIMIT_CPU, cpu, cpu_hard or resource.RLIM_INFINITY)
 if mem:
-    _set(resource.RLIMIT_AS, mem)
+    _set(resource.RLIMIT_AS, mem, mem)
 if nproc:
-    _set(resource.RLIMIT_NPROC, nproc)
-os.execv(sys.executable, [sys.executable, *sys.argv[4:]])
+    _set(resource.RLIMIT_NPROC, nproc, nproc)
+os.execv(sys.executable, [sys.executable, *sys.argv[5:]])
 """
 
 
@@ -310,12 +311,23 @@ def spawn_python(
 
 
 def launcher_argv(
-    python_args: Sequence[str], cpu_seconds: int, memory_bytes: int, max_processes: int
+    python_args: Sequence[str],
+    cpu_seconds: int,
+    memory_bytes: int,
+    max_processes: int,
+    *,
+    cpu_hard: int | None = None,
 ) -> list[str]:
     """``python ARGS`` behind the launcher that sets the resource limits first. Isolated
     (``-I -S``): the launcher's folder is the tree, and ``python -c`` would put it first on
     ``sys.path``, so a ``resource.py`` or ``ctypes.py`` of the patch's was imported in place
-    of the standard library's and the child ran without its limits; nor does it need site."""
+    of the standard library's and the child ran without its limits; nor does it need site.
+
+    Hard limits too, or any test could raise its own soft ones back (no privilege needed):
+    address space and processes at the value, CPU time ``cpu_hard`` (SIGXCPU at the soft
+    limit, SIGKILL at the hard one; default ``cpu_seconds`` + 5, 0 keeps the hard limit:
+    the fork-server sets its own once it knows its jobs)."""
+    hard = cpu_seconds + CPU_GRACE if cpu_hard is None else cpu_hard
     return [
         sys.executable,
         "-I",
@@ -323,6 +335,7 @@ def launcher_argv(
         "-c",
         _LAUNCHER,
         str(cpu_seconds),
+        str(hard),
         str(memory_bytes),
         str(max_processes),
         *python_args,

@@ -88,8 +88,7 @@ def main() -> int:
     os.dup2(null := os.open(os.devnull, os.O_RDWR), 0)
     os.close(null)
     if (cpu := int(spec.get("cpu_seconds", 0))) > 0:
-        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard < 0 else min(cpu, hard), hard))
+        _cpu_limit(cpu)
     gc.freeze()  # the forks' collections neither walk nor copy what the zygote holds
     folders = [str(f) for f in spec.get("sweep", [])] + ["/dev/shm", "/dev/mqueue"]
     try:
@@ -121,6 +120,17 @@ def main() -> int:
             if done["code"] != 1:  # only a failing session is confirmed
                 break
     return 0
+
+
+def _cpu_limit(seconds: int) -> None:
+    """This process's CPU time: SIGXCPU after ``seconds``, SIGKILL 5 s later (the launcher's
+    grace, runner.CPU_GRACE), within the hard limit it had. Hard as well as soft: what runs
+    here next (a conftest, a session's tests) cannot raise it back."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    ceiling = seconds + 5
+    if hard != resource.RLIM_INFINITY:
+        seconds, ceiling = min(seconds, hard), min(ceiling, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, ceiling))
 
 
 def _inherited() -> tuple[object, ...]:
@@ -426,9 +436,7 @@ def _job(result: int, job: dict[str, Any], home: str, prepared: Any) -> None:
         if home.startswith("/tmp/"):
             os.makedirs(home, exist_ok=True)
     with contextlib.suppress(ValueError, OSError):
-        cpu = int(float(job.get("timeout", 60))) + 5
-        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard < 0 else min(cpu, hard), hard))
+        _cpu_limit(int(float(job.get("timeout", 60))) + 5)
     out = os.open(OUTPUT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)

@@ -509,3 +509,32 @@ def test_a_session_whose_module_fails_to_import_keeps_its_result_despite_blocked
     # a fixture a blocked plugin may supply: left to a whole run of its own
     assert fixture is None
     assert ok is not None and ok[0].status == "passed"
+
+
+def test_a_session_cannot_raise_its_limits(tmp_path: Path) -> None:
+    """A session's limits are hard as well as soft: its tests cannot raise them back (no
+    privilege needs), nor could the zygote's preparation, run before any session."""
+    tree = _tree(
+        tmp_path,
+        {
+            "test_l.py": """
+                import resource
+                from pathlib import Path
+
+                def test_raise_back():
+                    for limit in (resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_CPU):
+                        soft, hard = resource.getrlimit(limit)
+                        assert hard != resource.RLIM_INFINITY, limit
+                        resource.setrlimit(limit, (hard, hard))  # as far as it may go
+                        try:
+                            resource.setrlimit(limit, (hard, hard + 1))
+                        except ValueError:
+                            pass  # as it must
+                        else:
+                            raise AssertionError(f"{limit}: raised above {hard}")
+                    print(Path("/proc/self/limits").read_text())
+            """,
+        },
+    )
+    [(first, _)] = _run(tree, ForkRequest(("test_l.py",)), timeout=60)
+    assert first.status == "passed", first.output
