@@ -1,12 +1,11 @@
 """The fork-server: several pytest sessions in one sandboxed child, one after another.
 
-Started by :mod:`pytest_critic22.forkrun` as ``python -c SOURCE`` inside bubblewrap (never by
-importing this package: pytest would warn that it cannot rewrite a plugin imported before it,
-and a project that turns warnings into errors would fail on that). It makes itself
-non-dumpable, imports pytest and its built-in plugins once, only then reads its input (one
-started early waits there, booted: ``forkrun.prestart``), freezes its heap, then runs every
-job's sessions, one at a time, each in a fresh fork of itself. Between two sessions it leaves
-the next one what a separate child would have found (:func:`_sweep`):
+Started by :mod:`pytest_critic22.forkrun` as ``python -c SOURCE`` inside bubblewrap (imported
+as part of this package, it would make pytest warn that it cannot rewrite a plugin imported
+before it). It makes itself non-dumpable, imports pytest and its built-in plugins once, only
+then reads its input (one started early waits there: ``forkrun.prestart``), freezes its heap,
+then runs every job's sessions, one at a time, each in a fresh fork of itself. Between two
+sessions it leaves the next one what a separate child would have found (:func:`_sweep`):
 
 - no process: everything in the sandbox's PID namespace but the zygote, its first process
   (``--as-pid-1``: no other process there holds the results' pipe), is killed and reaped,
@@ -32,10 +31,10 @@ With ``presession`` in its input, the sessions start from one pytest configurati
 zygote made after its ready line (:mod:`pytest_critic22.presession`; refused: it restarts).
 
 Standard input: JSON ``{"jobs": [{"args": [...], "runs": N, "timeout": S}, ...],
-"cpu_seconds": C}`` (its own CPU limit from then on: the launcher's was the boot's). Standard
-output: a first line ``{"ready": true}``, then a line per session: ``{"job": I, "run": K,
-"code": C or null, "seconds": S, "junit": XML, "output": TEXT}``; ``{"broken": WHY}`` when a
-session's leftovers could not be cleared (no further session runs).
+"cpu_seconds": C}`` (its CPU limit from then on, hard too; the boot's was soft). Standard
+output: ``{"ready": true}``, then a line per session: ``{"job": I, "run": K, "code": C or
+null, "seconds": S, "junit": XML, "output": TEXT}``; ``{"broken": WHY}`` when a session's
+leftovers could not be cleared (no further session runs).
 """
 
 from __future__ import annotations
@@ -123,14 +122,11 @@ def main() -> int:
 
 
 def _cpu_limit(seconds: int) -> None:
-    """This process's CPU time: SIGXCPU after ``seconds``, SIGKILL 5 s later (the launcher's
-    grace, runner.CPU_GRACE), within the hard limit it had. Hard as well as soft: what runs
-    here next (a conftest, a session's tests) cannot raise it back."""
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    ceiling = seconds + 5
-    if hard != resource.RLIM_INFINITY:
-        seconds, ceiling = min(seconds, hard), min(ceiling, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, ceiling))
+    """SIGXCPU after ``seconds`` of CPU, SIGKILL 5 s later (runner.CPU_GRACE), hard as well as
+    soft (what runs here next cannot raise it back), within the hard limit this process had."""
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    top = seconds + 5 if hard == resource.RLIM_INFINITY else min(seconds + 5, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(seconds, top), top))
 
 
 def _inherited() -> tuple[object, ...]:
@@ -159,8 +155,7 @@ def _inherited() -> tuple[object, ...]:
 
 
 def _emit(stream: Any, record: dict[str, Any]) -> None:
-    # Not ASCII-escaped (a report of replacement characters would grow sixfold); newlines
-    # and every other control character are escaped all the same, one record per line.
+    """One record a line: control characters escaped, not the rest (it would grow sixfold)."""
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
     stream.flush()
 
@@ -261,10 +256,7 @@ def _wait(fd: int, pid: int, deadline: float, folders: list[str]) -> tuple[int |
     _sweep(folders)
     os.set_blocking(fd, False)
     with contextlib.suppress(BlockingIOError):
-        while size < _MAX_RESULT:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
+        while size < _MAX_RESULT and (chunk := os.read(fd, 1 << 16)):
             chunks.append(chunk)
             size += len(chunk)
     return code, late, b"".join(chunks)
