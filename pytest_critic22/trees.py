@@ -272,9 +272,10 @@ def _remove_if_unused(folder: Path) -> None:
     if not folder.is_dir():
         return
     with contextlib.suppress(OSError), _repo_lock(folder):
-        if any(child.is_dir() for child in folder.iterdir()):
+        entries = list(folder.iterdir())  # once: a lock file made after this is not ours
+        if any(child.is_dir() for child in entries):
             return
-        for child in folder.iterdir():
+        for child in entries:
             child.unlink()
         folder.rmdir()
 
