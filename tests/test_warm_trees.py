@@ -351,9 +351,24 @@ def test_the_lock_is_taken_when_its_folder_goes_just_before_the_lock_file_is_ope
     monkeypatch.setattr(os, "open", open_)
     with _repo_lock(folder):
         monkeypatch.undo()
-        held = os.stat(folder / _LOCK).st_ino
-    assert removed == [str(folder)] and held
+        held = _locked_by_another(folder / _LOCK)
+    assert removed == [str(folder)]
+    assert held, "the lock file on disk is not the one locked"
     shutil.rmtree(folder)
+
+
+def _locked_by_another(lock_file: Path) -> bool:
+    """Whether the file on disk is locked (by someone else: a second open file's try fails)."""
+    import fcntl
+
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 @pytest.mark.parametrize("target", ["nowhere/lock", "real-file"])
