@@ -33,7 +33,7 @@ from typing import Any
 from pytest_critic22.childplugins import blocked_plugins, blocked_plugins_innocent
 from pytest_critic22.children import kill, spawn, supervise
 from pytest_critic22.childrerun import expired
-from pytest_critic22.junit import Case, interpret, parse_cases
+from pytest_critic22.junit import NO_REPORT, Case, interpret, parse_cases
 from pytest_critic22.runner import (
     default_sandbox,
     launcher_argv,
@@ -332,6 +332,8 @@ def _run(
             f" per run ({attempts} in one session)" if attempts > 1 else ""
         )
         return RunResult("error", reason, None, seconds, output=output), []
+    if code in (0, 1) and not record.get("junit"):
+        return RunResult("error", NO_REPORT, code, seconds, output=output), []
     cases = parse_cases(str(record.get("junit", "")))
     return interpret(code, cases, output, seconds), cases
 

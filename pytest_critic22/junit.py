@@ -9,9 +9,13 @@ from pathlib import Path
 
 from pytest_critic22.verify import RunResult, RunStatus
 
-__all__ = ["ATTEMPTS", "NODEID", "Case", "interpret", "parse_cases", "read_cases"]
+__all__ = ["ATTEMPTS", "NODEID", "NO_REPORT", "Case", "interpret", "parse_cases", "read_cases"]
 
 from pytest_critic22.childrerun import ATTEMPTS, NODEID
+
+# A child that exits 0 or 1 without its JUnit report (a configuration that drops junitxml):
+# its results cannot be read, which is never "passed".
+NO_REPORT = "the child wrote no JUnit report (does the tree's configuration disable junitxml?)"
 
 
 def interpret(code: int, cases: Sequence[Case], output: str, seconds: float) -> RunResult:

@@ -68,6 +68,7 @@ class ExecutionContext:
     pythonpath: tuple[str, ...] = ()
     acceptance: str | None = None  # the failing test named by the diagnosed root cause
     obligation_tests: tuple[str, ...] = ()  # obligations that are test node ids
+    harness: tuple[str, ...] = ()  # the patch's files that change the test harness
     sandbox: Sandbox | None = None  # None: the default (bubblewrap when it works here)
     # Where the critic's test is written, relative to the tree: the project's test folder,
     # so its conftest.py chain, fixtures, markers and helper imports apply as to its own.

@@ -254,6 +254,7 @@ def json_report(
             _preservation_entry(group, tests, results)
             for group, tests in review.preservation.items()
         ],
+        "harness_changed": list(review.harness_changed),
         "impact_evidence": dict(review.packet.impact_evidence),
         "engage": dict(review.engage),
         "sandbox": dict(sandbox or {}),

@@ -129,6 +129,7 @@ class Review:
     wrapped: tuple[RoutedFinding, ...] = ()
     critic: Mapping[str, Any] = field(default_factory=dict)  # how the findings came to be
     preservation: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group -> tests
+    harness_changed: tuple[str, ...] = ()  # the patch's files that change the test harness
     test_dir: str = ""  # where the critic's tests go, relative to a tree
     acceptance: str | None = None
     obligation_tests: tuple[str, ...] = ()
@@ -299,13 +300,23 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
     evidence = gather_evidence(
         opts, review.patch, review.packet, svc, with_coverage=source == "model"
     )
+    from pytest_critic22.harness import harness_changed
+    from pytest_critic22.kinds.collection import COLLECTION
+
+    groups = dict(evidence.preservation)
+    if opts.preservation != "off":  # collection is preserved with no critic (invariant 14)
+        groups = {COLLECTION: (), **groups}
     review = replace(
         review,
         packet=evidence.packet,
-        preservation=evidence.preservation,
+        preservation=groups,
         test_dir=evidence.test_dir,
+        harness_changed=harness_changed(inputs.patch, svc.trees),
     )
     notes += evidence.notes
+    if review.harness_changed:
+        changed = ", ".join(review.harness_changed)
+        notes.append(f"the patch changes the test harness ({changed}): see preservation")
     engage: Mapping[str, Any] = {}
     if source == "model" and opts.engage == "auto":
         decision = decide_engage(opts, evidence, svc.ledger)

@@ -38,9 +38,11 @@ __all__ = [
     "FALLBACK_WARNING",
     "MODES",
     "OLD_BWRAP_WARNING",
+    "PROBE_PREFIX",
     "Sandbox",
     "SandboxError",
     "bwrap_argv",
+    "checkout_folders",
     "child_env",
     "hidden_folders",
     "probe_bwrap",
@@ -55,6 +57,7 @@ OLD_BWRAP_WARNING = (
     "sandbox: bubblewrap before 0.8 cannot forbid user namespaces inside (a root child could "
     "leave a cgroup on the host), and the critic's tests get no fork-server — upgrade it"
 )
+PROBE_PREFIX = "critic22-probe-"  # the probe's folder; one a killed run left is pruned
 CHILD_HOME = "/tmp/critic22-home"  # inside the sandbox's private /tmp
 CHILD_TMP = "/tmp"  # the sandbox's private tmpfs
 # Hidden behind an empty tmpfs besides /tmp and the controller's home: service sockets
@@ -131,7 +134,7 @@ def probe_bwrap() -> str | None:
 
 
 def _runs_python(*, fork_server: bool) -> str | None:
-    with tempfile.TemporaryDirectory(prefix="critic22-probe-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=PROBE_PREFIX) as tmp:
         argv = bwrap_argv(
             [sys.executable, "-c", "import sys; sys.exit(0)"],
             tree=Path(tmp),
@@ -217,10 +220,15 @@ def bwrap_argv(
     hidden = _hidden_folders()
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
+    checkouts = [c for c in checkout_folders() if not any(_within(c, h) for h in hidden)]
+    for folder in checkouts:
+        argv += ["--tmpfs", str(folder)]
     argv += ["--dir", CHILD_HOME]
+    covered = [*hidden, *checkouts]
     for path in _needed_paths(readable):
-        if any(_within(path, h) for h in hidden) and path not in hidden:
+        if any(_within(path, h) for h in covered) and path not in covered:
             argv += ["--ro-bind", str(path), str(path)]
+    argv += _git_metadata(checkout_folders())
     for path in (tree, *writable):
         real = Path(os.path.realpath(path))
         argv += ["--bind", str(real), str(real)]
@@ -304,6 +312,59 @@ def _hidden_folders() -> list[Path]:
     return [p for i, p in enumerate(out) if not any(_within(p, q) for q in out[:i])]
 
 
+def checkout_folders() -> list[Path]:
+    """The user's checkout and every other folder the controller imports from that Python
+    does not need: the folder pytest runs in and the entries of ``sys.path`` outside the
+    interpreter's prefixes and this plugin's package. A child sees none of them (an
+    untracked ``.env`` there is the user's, not the tree's): the tree is its own copy."""
+    needed = _python_paths()
+    out: list[Path] = []
+    for raw in [os.getcwd(), *[p for p in sys.path if p]]:
+        path = Path(os.path.realpath(raw))
+        if not path.is_dir() or path in out or _is_system(path):
+            continue
+        if any(_within(path, n) for n in needed):
+            continue
+        out.append(path)
+    out.sort(key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(out) if not any(_within(p, q) for q in out[:i])]
+
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/nix", "/dev")
+
+
+def _is_system(path: Path) -> bool:
+    """``/`` and the folders the system runs from, or any folder holding one: never hidden."""
+    return any(_within(Path(system), path) for system in _SYSTEM) or path == Path("/")
+
+
+def _git_metadata(checkouts: Sequence[Path]) -> list[str]:
+    """A hidden checkout's ``.git`` brought back read-only (a tree is a worktree of it, and
+    ``git describe`` in a tree's setup needs its objects), with its ``config`` masked: that is
+    where a CI checkout keeps its token (``http.extraheader``)."""
+    argv: list[str] = []
+    for folder in checkouts:
+        git_dir = folder / ".git"
+        if git_dir.is_dir() and not git_dir.is_symlink():
+            argv += ["--ro-bind", str(git_dir), str(git_dir)]
+            if (git_dir / "config").is_file():
+                argv += ["--ro-bind", os.devnull, str(git_dir / "config")]
+    return argv
+
+
+def _python_paths() -> list[Path]:
+    """What a child's Python needs: the interpreter's prefixes and this plugin's package."""
+    candidates = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(sys.executable),
+        str(Path(__file__).resolve().parent),
+    ]
+    return [Path(os.path.realpath(raw)) for raw in candidates]
+
+
 def _controller_home() -> Path | None:
     raw = os.environ.get("HOME") or os.path.expanduser("~")
     if not raw or raw == "~":
@@ -315,18 +376,14 @@ def _controller_home() -> Path | None:
 
 
 def _needed_paths(extra: Sequence[Path]) -> list[Path]:
-    """The interpreter, its libraries and import path, this plugin (the child loads its
-    tracer; an editable install need not be on ``sys.path``), and any extra folders."""
-    candidates = [
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-        os.path.dirname(sys.executable),
-        str(Path(__file__).resolve().parent.parent),
-        *[p for p in sys.path if p],
-        *[str(p) for p in extra],
+    """The interpreter, its libraries, the import path inside them, this plugin's package
+    (the child loads its tracer; an editable install need not be on ``sys.path``), and any
+    extra folders. Not the rest of ``sys.path``: that is the user's checkout."""
+    python = _python_paths()
+    inside = [
+        p for p in sys.path if p and any(_within(Path(os.path.realpath(p)), q) for q in python)
     ]
+    candidates = [*[str(p) for p in python], *inside, *[str(p) for p in extra]]
     out: list[Path] = []
     for raw in candidates:
         path = Path(os.path.realpath(raw))

@@ -20,8 +20,10 @@ import pytest
 
 from pytest_critic22.inputs import InputError
 from pytest_critic22.items import PROPERTY, PatchFile
+from pytest_critic22.kinds.base import Procedure
+from pytest_critic22.kinds.collection import COLLECTION
 from pytest_critic22.ledger import STATE_DIR, Ledger, ensure_state_dir, new_run_id
-from pytest_critic22.procedures import FindingResult
+from pytest_critic22.procedures import FindingResult, scrubbed
 from pytest_critic22.review import (
     Inputs,
     Review,
@@ -251,6 +253,7 @@ class Critic22Plugin:
             "wrapped": [w.to_dict() for w in review.wrapped],
             "critic": dict(review.critic),
             "preservation": {k: list(v) for k, v in review.preservation.items()},
+            "harness_changed": list(review.harness_changed),
             "obligations": list(review.packet.preservation_obligations),
             "test_dir": review.test_dir,
             "acceptance": review.acceptance,
@@ -277,6 +280,7 @@ class Critic22Plugin:
             wrapped=tuple(RoutedFinding.from_dict(w) for w in data["wrapped"]),
             critic=dict(data["critic"]),
             preservation={k: tuple(v) for k, v in data["preservation"].items()},
+            harness_changed=tuple(data.get("harness_changed", ())),
             test_dir=str(data["test_dir"]),
             acceptance=data["acceptance"],
             obligation_tests=tuple(data["obligation_tests"]),
@@ -318,8 +322,6 @@ class Critic22Plugin:
 
     # -- running (the items' Executor) -------------------------------------------------------
     def execute(self, routed: RoutedFinding) -> FindingResult:
-        from pytest_critic22.procedures import scrubbed
-
         if routed.procedure is None:
             raise RuntimeError(f"critic22: {routed.finding_id} has no procedure to run")
         label = f"{routed.finding_id} [{routed.finding.location}] {routed.procedure.kind}"
@@ -330,10 +332,7 @@ class Critic22Plugin:
         return result
 
     def execute_preservation(self, group: str, tests: tuple[str, ...]) -> FindingResult:
-        from pytest_critic22.kinds.base import Procedure
-        from pytest_critic22.procedures import scrubbed
-
-        procedure = Procedure(kind="preservation", nodeids=tests)
+        procedure = Procedure(COLLECTION if group == COLLECTION else "preservation", nodeids=tests)
         ctx = self._ctx(preservation_id(group))
         result = self.kinds.execute(preservation_id(group), None, procedure, ctx)
         result = scrubbed(result)
@@ -390,6 +389,7 @@ class Critic22Plugin:
                 pythonpath=self.opts.pythonpath,
                 acceptance=review.acceptance,
                 obligation_tests=review.obligation_tests,
+                harness=review.harness_changed,
                 checks=self.checks,
                 progress=self._progress_sink(),
                 rerun_mode=self.opts.rerun_mode,

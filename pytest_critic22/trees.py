@@ -32,6 +32,7 @@ from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import GitError, git
 from pytest_critic22.ledger import STATE_DIR
 from pytest_critic22.runowner import OWNER, identity, owner_alive, young
+from pytest_critic22.sandbox import PROBE_PREFIX
 from pytest_critic22.warmtrees import FAILURES, WarmPool
 
 __all__ = [
@@ -68,6 +69,18 @@ class Variant:
 
     name: str
     patches: tuple[str, ...]  # applied in order on the base commit
+    # A view where critic-written code runs: its own folder, so nothing that code does can
+    # change what preservation, collection or the obligations see in the pristine trees.
+    critic: bool = False
+
+    @property
+    def folder(self) -> str:
+        """The tree's folder name: the variant's, set apart for a critic's view."""
+        return f"critic-{self.name}" if self.critic else self.name
+
+    def for_critic(self) -> Variant:
+        """The same files in a tree of their own, for code the critic wrote."""
+        return Variant(self.name, self.patches, critic=True)
 
     @staticmethod
     def base() -> Variant:
@@ -128,22 +141,22 @@ class TreeSet:
         """The variant's tree, built by the first caller of the run (thread, process or xdist
         worker: the repository-wide file lock serialises them all, one open file each)."""
         with self._made_lock:
-            made = self._made.get(variant.name)
+            made = self._made.get(variant.folder)
         if made is not None:
             return made
         if variant.name != "base" and not any(variant.patches):
             # The base's files (a counterfactual without a one-edit patch's only edit): its tree.
-            tree = self.get(Variant.base())
+            tree = self.get(Variant("base", (), critic=variant.critic))
             with self._made_lock:
-                self._made[variant.name] = tree
+                self._made[variant.folder] = tree
             return tree
-        ready = self.root / f"{variant.name}{_READY}"
+        ready = self.root / f"{variant.folder}{_READY}"
         with self._lock():
             if not ready.exists():
-                self._build(variant, self.root / variant.name)
+                self._build(variant, self.root / variant.folder)
             tree = Path(ready.read_text())  # a warm tree is the pool's folder
         with self._made_lock:
-            self._made[variant.name] = tree
+            self._made[variant.folder] = tree
         return tree
 
     def _build(self, variant: Variant, path: Path) -> None:
@@ -173,18 +186,18 @@ class TreeSet:
                 what = "the repair" if number == 2 else "the patch"
                 raise TreeError(f"{what} does not apply for the {variant.name} tree: {first}")
         try:
-            self.setup.prepare(self.repo, tree, variant.name, scratch=self.scratch)
+            self.setup.prepare(self.repo, tree, variant.folder, scratch=self.scratch)
         except TreeError:
             self._drop(path)
             raise
-        (self.root / f"{variant.name}{_READY}").write_text(str(tree))
+        (self.root / f"{variant.folder}{_READY}").write_text(str(tree))
 
     def _warm(self, variant: Variant, path: Path) -> Path | None:
         """A warm tree at the base commit, linked from ``path``; None when the pool cannot
         give one (the caller builds a fresh tree: any failure here, never a wrong tree)."""
         assert self.pool is not None
         try:
-            tree = self.pool.take(variant.name, self.base_commit, self.root)
+            tree = self.pool.take(variant.folder, self.base_commit, self.root)
         except FAILURES:
             return None
         try:
@@ -452,6 +465,24 @@ def prune_orphans() -> list[str]:
                 continue
             remove_tree(root)
             removed.append(str(root))
+    removed += _prune_probes()
+    return removed
+
+
+def _prune_probes() -> list[str]:
+    """Remove the bubblewrap probe's folders a killed run left (this user's, untouched for
+    an hour: a probe takes a minute at most)."""
+    removed: list[str] = []
+    for folder in sorted(Path(tempfile.gettempdir()).glob(f"{PROBE_PREFIX}*")):
+        try:
+            if folder.is_symlink() or not folder.is_dir() or folder.lstat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if young(folder, _ORPHAN_AGE):
+            continue
+        remove_tree(folder)
+        removed.append(str(folder))
     return removed
 
 

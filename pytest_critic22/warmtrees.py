@@ -52,7 +52,7 @@ from pytest_critic22.runner import usable_cpus
 __all__ = ["FAILURES", "MAX_AGE", "MAX_TREES", "POOL", "WarmError", "WarmPool"]
 
 POOL = "critic22-trees"
-MAX_TREES = 4
+MAX_TREES = 6  # base, patched, their critic views, a counterfactual, the base harness
 MAX_AGE = 7 * 24 * 3600.0
 
 _META = ".json"

@@ -37,7 +37,16 @@ __all__ = [
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 #: The built-in kinds, in the order the prompt lists them.
-BUILTIN = ("test", "counterfactual", "static", "trace", "property", "preservation", "scar")
+BUILTIN = (
+    "test",
+    "counterfactual",
+    "static",
+    "trace",
+    "property",
+    "preservation",
+    "collection",
+    "scar",
+)
 
 
 class KindRegistry:
@@ -152,7 +161,15 @@ def _either(names: list[str]) -> str:
 
 def builtin_kinds() -> KindRegistry:
     """A fresh registry holding the built-in kinds."""
-    from pytest_critic22.kinds import counterfactual, preservation, scar, static, test, trace
+    from pytest_critic22.kinds import (
+        collection,
+        counterfactual,
+        preservation,
+        scar,
+        static,
+        test,
+        trace,
+    )
     from pytest_critic22.kinds import property as property_kind
 
     registry = KindRegistry()
@@ -160,5 +177,6 @@ def builtin_kinds() -> KindRegistry:
         registry.register(module.KIND)
     registry.register(property_kind.KIND)
     registry.register(preservation.KIND)
+    registry.register(collection.KIND)
     registry.register(scar.KIND)
     return registry

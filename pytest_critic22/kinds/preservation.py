@@ -8,6 +8,7 @@ and fails (consistently) on patched is a verified regression.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
@@ -65,6 +66,37 @@ def execute_preservation(
     except TreeError as exc:
         outcome = Outcome("inconclusive", str(exc), environment=True)
         return FindingResult(group_id, outcome, "base", logs)
+    result = _preserve(group_id, tests, ctx, patched, base, logs)
+    if not ctx.harness or result.outcome.kind == "verified":
+        return result
+    # The patch changes the harness that judges (invariant 16): the same tests once more on
+    # the patched source under the base's conftest.py files and pytest configuration.
+    from pytest_critic22.harness import HARNESS_TREE, without_harness
+
+    again: dict[str, Any] = {"procedure": "preservation", "tests": list(tests)}
+    try:
+        tree = ctx.trees.get(Variant(HARNESS_TREE, (without_harness(ctx.patch, ctx.harness),)))
+    except TreeError as exc:
+        logs["base_harness_error"] = str(exc)
+        return result
+    ctx.say("under the base's harness")
+    judged = _preserve(group_id, tests, ctx, tree, base, again)
+    logs["base_harness"] = again
+    if judged.outcome.kind == "verified":
+        reason = f"under the base's harness ({', '.join(ctx.harness)} as on the base): "
+        outcome = Outcome("verified", reason + judged.outcome.reason)
+        return FindingResult(group_id, outcome, "base", logs)
+    return result
+
+
+def _preserve(
+    group_id: str,
+    tests: Sequence[str],
+    ctx: ExecutionContext,
+    patched: Path,
+    base: Path,
+    logs: dict[str, Any],
+) -> FindingResult:
     ctx.say(f"patched run ({len(tests)} test(s))")
     first = run_tests(ctx, patched, list(tests))
     logs["patched"] = [first.to_dict()]

@@ -55,7 +55,7 @@ KIND = ScarKind()
 def execute_scar(finding_id: str, procedure: Procedure, ctx: ExecutionContext) -> FindingResult:
     logs: dict[str, object] = {"procedure": "scar"}
     try:
-        patched = ctx.trees.get(Variant.patched(ctx.patch))
+        patched = ctx.trees.get(Variant.patched(ctx.patch).for_critic())  # a critic's test
         args = prepare_args(finding_id, replace(procedure, kind="test"), patched, ctx.test_dir)
     except TreeError as exc:
         outcome = Outcome("inconclusive", f"the candidate's tree: {exc}", environment=True)

@@ -146,8 +146,11 @@ def execute_on_trees(
     if procedure.repair_given:
         logs["repair_given"] = procedure.repair_given
         logs["repair_applied"] = procedure.repair
+    # The critic's code runs in views of its own (invariant 15): what it does to them never
+    # reaches the pristine trees where preservation, collection and the obligations run.
+    view = variant.for_critic()
     try:
-        patched = ctx.trees.get(Variant.patched(ctx.patch))
+        patched = ctx.trees.get(Variant.patched(ctx.patch).for_critic())
     except TreeError as exc:
         outcome = Outcome(
             "inconclusive", f"the patched tree cannot be built: {exc}", environment=True
@@ -165,7 +168,7 @@ def execute_on_trees(
     speculation = None
     if speculates(ctx):
         try:
-            early_tree = ctx.trees.get(variant)
+            early_tree = ctx.trees.get(view)
             early_args = prepare_args(finding_id, procedure, early_tree, ctx.test_dir)
             speculation = speculate(ctx, early_tree, early_args)
         except TreeError:
@@ -185,7 +188,7 @@ def execute_on_trees(
         return FindingResult(finding_id, early, variant.name, logs)
 
     try:
-        tree = ctx.trees.get(variant)
+        tree = ctx.trees.get(view)
     except TreeError as exc:
         logs["counterfactual_error"] = str(exc)
         outcome = decide(
@@ -205,16 +208,25 @@ def execute_on_trees(
         return FindingResult(finding_id, outcome, variant.name, logs)
     logs["counterfactual"] = counter.to_dict()
     acceptance = None
-    if ctx.acceptance and counter.status == "passed":
-        ctx.say(f"acceptance test on {variant.name}")
-        acceptance = run_tests(ctx, tree, [ctx.acceptance])
-        logs["acceptance"] = acceptance.to_dict()
     obligations = None
-    if procedure.repair and ctx.obligation_tests and counter.status == "passed":
-        ctx.say(f"obligations on {variant.name}")
-        obligations = run_tests(ctx, tree, list(ctx.obligation_tests))
-        logs["obligations"] = obligations.to_dict()
-        obligations = _blame_repair(ctx, obligations, patched, logs)
+    judged = ctx.acceptance or (procedure.repair and ctx.obligation_tests)
+    if judged and counter.status == "passed":
+        # The project's own tests judge on the pristine tree, where the critic's test never ran.
+        try:
+            pristine = ctx.trees.get(variant)
+        except TreeError as exc:
+            outcome = Outcome("inconclusive", f"the {variant.name} tree cannot be built: {exc}")
+            return FindingResult(finding_id, outcome, variant.name, logs)
+        if ctx.acceptance:
+            ctx.say(f"acceptance test on {variant.name}")
+            acceptance = run_tests(ctx, pristine, [ctx.acceptance])
+            logs["acceptance"] = acceptance.to_dict()
+        if procedure.repair and ctx.obligation_tests:
+            ctx.say(f"obligations on {variant.name}")
+            obligations = run_tests(ctx, pristine, list(ctx.obligation_tests))
+            logs["obligations"] = obligations.to_dict()
+            on_patched = ctx.trees.get(Variant.patched(ctx.patch))
+            obligations = _blame_repair(ctx, obligations, on_patched, logs)
     outcome = decide(
         patched_runs,
         counter,

@@ -1,0 +1,322 @@
+"""The critic-free gate cannot be talked out of a regression (invariants 14-16): a patch that
+breaks collection is REJECTed with no critic, a critic's test cannot change what
+preservation sees, and the harness that judges is the base's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.diffparse import parse_patch
+from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.harness import harness_files, without_harness
+from pytest_critic22.kinds.collection import first_error_line
+from tests.helpers import write
+from tests.sandboxes import bwrap_or_skip
+
+# A package shaped like toolz: an __init__ that imports its modules, tests beside it.
+PACKAGE = {
+    "toolz/__init__.py": "from .itertoolz import partition_all\nfrom .recipes import countby\n",
+    "toolz/itertoolz.py": (
+        "def partition_all(n, seq):\n"
+        "    if n < 1:\n"
+        "        raise ValueError('n must be positive')\n"
+        "    seq = list(seq)\n"
+        "    return [tuple(seq[i:i + n]) for i in range(0, len(seq), max(n, 1))]\n"
+    ),
+    "toolz/recipes.py": (
+        "def countby(key, seq):\n"
+        "    out = {}\n"
+        "    for item in seq:\n"
+        "        out[key(item)] = out.get(key(item), 0) + 1\n"
+        "    return out\n"
+    ),
+    "tests/test_itertoolz.py": (
+        "import pytest\n"
+        "from toolz import partition_all\n\n"
+        "def test_partition_all():\n"
+        "    assert partition_all(2, [1, 2, 3]) == [(1, 2), (3,)]\n\n"
+        "def test_partition_all_rejects_zero():\n"
+        "    with pytest.raises(ValueError):\n"
+        "        partition_all(0, [1])\n"
+    ),
+    "tests/test_recipes.py": (
+        "from toolz import countby\n\n"
+        "def test_countby():\n"
+        "    assert countby(len, ['a', 'bb', 'cc']) == {1: 1, 2: 2}\n"
+    ),
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+}
+GUARD = "    if n < 1:\n        raise ValueError('n must be positive')\n"
+
+
+def make_repo(path: Path) -> Path:
+    write(path, PACKAGE)
+    init_repo(path)
+    with open(path / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("runpytest-current\nstdout\nstderr\n.env\n")
+    return path
+
+
+def patch_of(repo: Path, after: dict[str, str | None], renames: dict[str, str] = {}) -> Path:  # noqa: B006
+    for old, new in renames.items():
+        git(["mv", old, new], repo)
+    for name, content in after.items():
+        if content is None:
+            (repo / name).unlink()
+        else:
+            write(repo, {name: content})
+    git(["add", "-A"], repo)
+    diff = git(["diff", "--cached", "--no-ext-diff", "-M"], repo).stdout
+    git(["reset", "--hard", "-q"], repo)
+    out = repo.parent / "patch.diff"
+    out.write_text(diff)
+    return out
+
+
+def review(
+    pytester: pytest.Pytester, patch: Path, *extra: str
+) -> tuple[pytest.RunResult, dict[str, object]]:
+    report = pytester.path.parent / "review.json"
+    result = pytester.runpytest(
+        f"--critic22={patch}",
+        "--critic22-only",
+        "--critic22-reruns=1",
+        f"--critic22-report={report}",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    )
+    return result, json.loads(report.read_text())
+
+
+def preservation(document: dict[str, object]) -> dict[str, dict[str, str]]:
+    """Each preservation group's outcome as ``{"status": ..., "reason": ...}``."""
+    groups = document["preservation"]
+    assert isinstance(groups, list)
+    return {g["group"]: {"status": g["outcome"], "reason": g["reason"]} for g in groups}
+
+
+# -- in-process ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            'E     File "/t/toolz/itertoolz.py", line 1015\nE       def partition_all(n, seq)\n'
+            "E                                ^\nE   SyntaxError: expected ':'",
+            "SyntaxError: expected ':' (toolz/itertoolz.py, line 1015)",
+        ),
+        (
+            "toolz/__init__.py:2: in <module>\n    from .recipes import countby\n"
+            "E   ModuleNotFoundError: No module named 'toolz.recipes'",
+            "ModuleNotFoundError: No module named 'toolz.recipes'",
+        ),
+        ("ERROR: usage: pytest [options]\nnothing named", ""),
+    ],
+)
+def test_the_first_error_line_names_the_error_and_where(text: str, line: str) -> None:
+    assert first_error_line(text, Path("/t")) == line
+
+
+def _patch(files: dict[str, tuple[str, str]]) -> str:
+    out = []
+    for path, (old, new) in files.items():
+        head = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        out.append(f"{head}@@ -1 +1 @@\n-{old}\n+{new}\n")
+    return "".join(out)
+
+
+def test_harness_files_are_conftests_and_the_pytest_parts_of_configuration() -> None:
+    texts = {
+        "base": {
+            "pyproject.toml": '[project]\nname = "x"\n[tool.pytest.ini_options]\naddopts = ""\n',
+            "setup.cfg": "[metadata]\nname = x\n",
+        },
+        "patched": {
+            "pyproject.toml": '[project]\nname = "y"\n[tool.pytest.ini_options]\naddopts = ""\n',
+            "setup.cfg": "[metadata]\nname = x\n[tool:pytest]\naddopts = -p no:junitxml\n",
+        },
+    }
+    patch = parse_patch(
+        _patch(
+            {
+                "tests/conftest.py": ("a = 1", "a = 2"),
+                "pyproject.toml": ("x", "y"),  # only the project's name changes
+                "setup.cfg": ("x", "y"),  # gains a [tool:pytest] section
+                "pkg/mod.py": ("a", "b"),
+            }
+        )
+    )
+    found = harness_files(patch, lambda tree, path: texts[tree].get(path))
+    assert found == ("tests/conftest.py", "setup.cfg")
+    kept = parse_patch(without_harness(patch, found))
+    assert [e.path for e in kept.edits] == ["pyproject.toml", "pkg/mod.py"]
+
+
+# -- end to end: no critic --------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_a_syntax_error_rejects_with_no_critic_naming_the_module(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path)
+    source = PACKAGE["toolz/itertoolz.py"].replace(
+        "def partition_all(n, seq):", "def partition_all(n, seq)"
+    )
+    patch = patch_of(repo, {"toolz/itertoolz.py": source})
+    result, document = review(pytester, patch)
+    assert result.ret == 1
+    assert document["disposition"]["verdict"] == "reject"  # type: ignore[index]
+    outcome = preservation(document)["collection"]
+    assert outcome["status"] == "verified"
+    assert "toolz/itertoolz.py: SyntaxError: expected ':' (line 1)" in outcome["reason"]
+    assert "SyntaxError: expected ':' (toolz/itertoolz.py, line 1)" in outcome["reason"]
+    result.stdout.fnmatch_lines(["*FAILED*preserve?collection?*"])
+
+
+@pytest.mark.e2e
+def test_a_broken_rename_rejects_with_no_critic(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path)
+    patch = patch_of(repo, {}, renames={"toolz/recipes.py": "toolz/recipes2.py"})
+    result, document = review(pytester, patch)
+    assert result.ret == 1
+    outcome = preservation(document)["collection"]
+    assert outcome["status"] == "verified"
+    assert (
+        "tests/test_itertoolz.py: ModuleNotFoundError: No module named 'toolz.recipes'"
+        in (outcome["reason"])
+    )
+
+
+@pytest.mark.e2e
+def test_a_configuration_that_breaks_collection_rejects(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path)
+    patch = patch_of(
+        repo,
+        {
+            "pyproject.toml": PACKAGE["pyproject.toml"] + 'addopts = "-p no:junitxml"\n',
+            "toolz/itertoolz.py": PACKAGE["toolz/itertoolz.py"].replace(GUARD, ""),
+        },
+    )
+    result, document = review(pytester, patch)
+    assert result.ret == 1
+    assert document["disposition"]["verdict"] == "reject"  # type: ignore[index]
+    assert document["harness_changed"] == ["pyproject.toml"]
+    assert preservation(document)["collection"]["status"] == "verified"
+
+
+@pytest.mark.e2e
+def test_a_conftest_that_marks_every_report_passed_does_not_proceed(
+    pytester: pytest.Pytester,
+) -> None:
+    repo = make_repo(pytester.path)
+    rewire = (
+        "import pytest\n\n"
+        "@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n"
+        "    report = outcome.get_result()\n"
+        "    report.outcome = 'passed'\n"
+        "    report.longrepr = None\n"
+    )
+    patch = patch_of(
+        repo,
+        {
+            "conftest.py": rewire,
+            "toolz/itertoolz.py": PACKAGE["toolz/itertoolz.py"].replace(GUARD, ""),
+        },
+    )
+    result, document = review(pytester, patch)
+    assert document["harness_changed"] == ["conftest.py"]
+    assert document["disposition"]["verdict"] == "reject"  # type: ignore[index]
+    group = preservation(document)["tests/test_itertoolz.py"]
+    assert group["status"] == "verified"
+    assert "under the base's harness" in group["reason"]
+    result.stdout.fnmatch_lines(["*the patch changes the test harness (conftest.py)*"])
+
+
+# -- end to end: the critic's code cannot change what preservation sees -----------------------
+
+RESTORE = (
+    "test:\n"
+    "import pathlib\n"
+    "# At import: put the guard back in the tree this test runs in, then pass.\n"
+    "src = pathlib.Path('toolz/itertoolz.py')\n"
+    "text = src.read_text()\n"
+    "if 'n must be positive' not in text:\n"
+    "    src.write_text(text.replace('    seq = list(seq)', "
+    "\"    if n < 1:\\n        raise ValueError('n must be positive')\\n    seq = list(seq)\"))\n"
+    "def test_nothing():\n"
+    "    assert True\n"
+)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+def test_a_critic_test_that_rewrites_its_tree_cannot_undo_a_preservation_reject(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    if mode == "bwrap":
+        bwrap_or_skip()
+    repo = make_repo(pytester.path)
+    patch = patch_of(repo, {"toolz/itertoolz.py": PACKAGE["toolz/itertoolz.py"].replace(GUARD, "")})
+    findings = repo.parent / "f.json"
+    records = [
+        {
+            "location": location,
+            "claim": "nothing is wrong",
+            "severity": "blocking",
+            "evidence": "x",
+            "falsification": RESTORE,
+            "confidence": 0.1,
+        }
+        for location in ("e1", "whole-patch")
+    ]
+    findings.write_text(json.dumps(records))
+    result, document = review(
+        pytester, patch, f"--critic22-findings={findings}", f"--critic22-sandbox={mode}"
+    )
+    assert document["disposition"]["verdict"] == "reject"  # type: ignore[index]
+    assert preservation(document)["tests/test_itertoolz.py"]["status"] == "verified"
+    assert result.ret == 1
+
+
+@pytest.mark.e2e
+def test_a_critic_test_cannot_read_the_checkouts_untracked_files_under_bwrap(
+    pytester: pytest.Pytester,
+) -> None:
+    bwrap_or_skip()
+    repo = make_repo(pytester.path)
+    (repo / ".env").write_text("DB_PASSWORD=hunter2-secret\n")
+    patch = patch_of(repo, {"toolz/recipes.py": PACKAGE["toolz/recipes.py"] + "\n# touched\n"})
+    leak = (
+        "test:\n"
+        f"CHECKOUT = {str(repo)!r}\n"
+        "def test_read_env():\n"
+        "    import os\n"
+        "    seen = os.path.exists(os.path.join(CHECKOUT, '.env'))\n"
+        "    text = open(os.path.join(CHECKOUT, '.env')).read() if seen else ''\n"
+        "    assert not seen, text[::-1]\n"
+    )
+    findings = repo.parent / "f.json"
+    records = [
+        {
+            "location": "e1",
+            "claim": "reads the checkout",
+            "severity": "blocking",
+            "evidence": "x",
+            "falsification": leak,
+            "confidence": 0.1,
+        }
+    ]
+    findings.write_text(json.dumps(records))
+    _, document = review(
+        pytester, patch, f"--critic22-findings={findings}", "--critic22-sandbox=bwrap"
+    )
+    text = json.dumps(document)
+    assert "terces-2retnuh" not in text and "hunter2" not in text
+    outcome = {f["id"]: f["outcome"] for f in document["findings"]}  # type: ignore[union-attr]
+    assert outcome["F1"]["status"] == "refuted"  # the test passes: the file is not there
