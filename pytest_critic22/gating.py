@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
+from pytest_critic22.inert import inert
 from pytest_critic22.review import preservation_id
 from pytest_critic22.verify import Disposition, gate
 
@@ -108,7 +109,7 @@ def _report_incomplete(config: pytest.Config, patch_name: str, disposition: Disp
     longrepr = "\n".join(
         [
             "critic22: INCOMPLETE — the review could not look, so it cannot say PROCEED:",
-            *(f"  - {p}" for p in disposition.problems),
+            *(f"  - {inert(p)}" for p in disposition.problems),
             "(--critic22-allow-incomplete accepts this; the verdict stays INCOMPLETE)",
         ]
     )

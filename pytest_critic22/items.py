@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_critic22.diffparse import WHOLE_PATCH
+from pytest_critic22.inert import inert
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
@@ -124,13 +125,13 @@ class _GeneratedItem(pytest.Item):
         if result.outcome.kind == "inconclusive":
             # Located at the item (the finding's edit), not at this line of the plugin.
             raise pytest.skip.Exception(
-                f"inconclusive: {result.outcome.reason}", _use_item_location=True
+                f"inconclusive: {inert(result.outcome.reason)}", _use_item_location=True
             )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, VerifiedDefect):
             return self.explain(excinfo.value.result)
-        return f"critic22: {type(excinfo.value).__name__}: {excinfo.value}"
+        return f"critic22: {type(excinfo.value).__name__}: {inert(str(excinfo.value))}"
 
 
 class ReviewItem(_GeneratedItem):

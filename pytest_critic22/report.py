@@ -1,4 +1,10 @@
-"""Reporting: pure functions from values to terminal text and to JSON-able documents."""
+"""Reporting: pure functions from values to terminal text and to JSON-able documents.
+
+Terminal text carries untrusted text (the critic's claims, reasons and notes from the
+children, the patch's file names): every line goes through :func:`pytest_critic22.inert.
+safe_line`, so none can hold a second line, a terminal escape or a workflow command, and
+none starts with untrusted text (each such text follows a label or an indent of ours).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.finding import ParseResult
+from pytest_critic22.inert import inert, safe_line
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
@@ -78,7 +85,7 @@ def summary_lines(
         else:
             lines.append(f"verdict: {disposition.verdict.upper()} — {disposition.reason}")
     lines.append(f"ledger {ledger}")
-    return lines
+    return [safe_line(line) for line in lines]
 
 
 def _preservation_rows(groups: Mapping[str, Sequence[str]], results: Results) -> list[str]:
@@ -106,11 +113,11 @@ def explain_preservation(group: str, result: FindingResult) -> str:
     ]
     patched = logs.get("patched") or []
     if patched:
-        lines += ["", "--- on the patched tree ---", _short(patched[0].get("output", ""))]
+        lines += ["", "--- on the patched tree ---", *_short(patched[0].get("output", ""))]
     base = logs.get("counterfactual")
     if base:
-        lines += ["", "--- the same tests on the base tree ---", _short(base.get("output", ""), 8)]
-    return "\n".join(lines)
+        lines += ["", "--- the same tests on the base tree ---", *_short(base.get("output", ""), 8)]
+    return "\n".join(safe_line(line) for line in lines)
 
 
 def critic_line(critic: Mapping[str, Any]) -> str:
@@ -146,8 +153,9 @@ def _finding_rows(wrapped: Sequence[RoutedFinding], results: Results) -> list[st
         else:
             outcome = result.outcome.kind
         claim = f.claim if len(f.claim) <= _CLAIM_WIDTH else f.claim[: _CLAIM_WIDTH - 1] + "…"
+        location, severity = inert(f.location), inert(f.severity)
         rows.append(
-            f"  {w.finding_id:<4}{f.location:<12}{f.severity:<9}{kind:<15}{outcome:<13}{claim}"
+            f"  {w.finding_id:<4}{location:<12}{severity:<9}{kind:<15}{outcome:<13}{inert(claim)}"
         )
         # Why it was not verified, where a newcomer looks: not only with -rs or in the JSON.
         if result is not None and outcome in ("inconclusive", "refuted"):
@@ -291,20 +299,22 @@ def explain_failure(wrapped: RoutedFinding, result: FindingResult) -> str:
         lines += [
             "",
             "--- on the patched tree (last run) ---",
-            _short(patched[-1].get("output", "")),
+            *_short(patched[-1].get("output", "")),
         ]
     counter = logs.get("counterfactual")
     if counter:
         lines += [
             "",
             f"--- on the {result.counterfactual} tree ---",
-            _short(counter.get("output", ""), 12),
+            *_short(counter.get("output", ""), 12),
         ]
-    return "\n".join(lines)
+    return "\n".join(safe_line(line) for line in lines)
 
 
-def _short(text: str, keep: int = 30) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+def _short(text: object, keep: int = 30) -> list[str]:
+    """The last ``keep`` non-blank lines of a child's output, each indented: a line of the
+    child's never starts a line of ours."""
+    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
     if len(lines) > keep:
         lines = ["...", *lines[-keep:]]
-    return "\n".join(lines)
+    return [f"  {line}" for line in lines]

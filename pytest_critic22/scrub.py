@@ -4,6 +4,9 @@ Pure functions. A secret is recognised three ways: the value of an environment v
 whose name says it is one (``*_TOKEN``, ``OPENAI_API_KEY``, ...), a credential embedded in
 a value whatever its variable is called (``postgres://user:password@host``), and the
 shapes tokens have in text (``Authorization: Bearer …``, ``sk-…``, ``ghp_…``, ``AKIA…``).
+And a value assigned in text to a key whose name says secret, whatever the value:
+``DB_PASSWORD=hunter2``, ``--api-key=…``, ``POSTGRES_PASSWORD: example``,
+``"client_secret": "…"`` (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*_KEY``).
 """
 
 from __future__ import annotations
@@ -93,6 +96,28 @@ _TOKEN_SHAPES = re.compile(
 )
 _MIN_VALUE = 6  # shorter values would mask ordinary words
 
+# A key whose value is masked wherever text assigns it. Narrower than is_secret_name (a
+# variable's name): its KEY, AUTH or SESSION anywhere would mask `key=abs`, `monkey=1`,
+# `session=s` in every code excerpt a report shows.
+_SECRET_KEY = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|SECRET|TOKEN|[_.-]KEY$|APIKEY$|_PWD$", re.I)
+_KEY = r"(?<![\w.])(?P<name>[A-Za-z_][\w.-]*)"
+# A quoted value (its quotes possibly JSON-escaped, as in a report; not starting with a space
+# or a separator: in `f("KEY=", b"x")` the quote closes a string), or a bare one: up to a
+# space, a quote, a backslash (an escape in JSON text) or the punctuation that ends a value
+# in a query string, an argument list or a collection.
+_QUOTED_VALUE = r"(?P<q>\\{0,3}[\"'])(?P<quoted>[^\s\"',;)\]}\\][^\"'\\\r\n]*)(?P=q)"
+_BARE_VALUE = r"(?P<bare>[^\s\"'`\\,;&()\[\]{}<>]+)"
+_VALUE = f"(?:{_QUOTED_VALUE}|{_BARE_VALUE})"
+_ASSIGNED = re.compile(_KEY + r"(?P<sep>=)" + _VALUE)  # KEY=value, --key=value, ?token=v
+_COLON = re.compile(_KEY + r"(?P<sep>:[ \t]+)" + _VALUE)  # KEY: value (YAML, a header)
+_QUOTED_KEY = re.compile(  # "key": "value", 'key': 'value' (JSON, a Python dict's repr)
+    r"(?P<kq>\\{0,3}[\"'])(?P<name>[A-Za-z_][\w.-]*)(?P=kq)(?P<sep>\s*:\s*)" + _QUOTED_VALUE
+)
+# Values that are code or a placeholder, not a secret: `password=None`, `token=token`.
+_NOT_A_VALUE = frozenset(
+    {"none", "null", "nil", "true", "false", "undefined", "lambda", "self", "required"}
+)
+
 
 def is_secret_name(name: str) -> bool:
     """Does this environment variable's name say it holds a credential?"""
@@ -128,7 +153,49 @@ def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     text = _URL_TOKEN_USER.sub(lambda m: m["head"] + MASK + "@", text)
     text = _AUTH_HEADER.sub(lambda m: m["head"] + MASK, text)
     text = _BEARER.sub(lambda m: m["head"] + MASK, text)
-    return _TOKEN_SHAPES.sub(MASK, text)
+    text = _TOKEN_SHAPES.sub(MASK, text)
+    return _mask_assigned(text)
+
+
+def _mask_assigned(text: str) -> str:
+    """Values that text assigns to a secret-named key: ``DB_PASSWORD=hunter2`` ->
+    ``DB_PASSWORD=***``. The ``KEY: value`` form only for a key in capitals or a quoted value
+    (``token: str`` is a Python annotation); code such as ``token=None``, ``password=password``
+    or ``api_key=os.environ[...]`` is left alone."""
+    if "=" in text:
+        text = _ASSIGNED.sub(_assigned_mask, text)
+    if ":" in text:
+        text = _COLON.sub(_colon_mask, text)
+        text = _QUOTED_KEY.sub(_assigned_mask, text)
+    return text
+
+
+def _assigned_mask(m: re.Match[str]) -> str:
+    name, quoted, bare = m["name"], m["quoted"], m.groupdict().get("bare")
+    value = quoted if quoted is not None else bare or ""
+    if not _SECRET_KEY.search(name) or not is_secret_name(name) or _not_a_value(name, value):
+        return m.group()
+    if bare is not None and m.string[m.end() : m.end() + 1] in ("(", "["):
+        return m.group()  # a call or a subscript: code, not a value
+    head = m.group()[: (m.start("q") if quoted is not None else m.start("bare")) - m.start()]
+    return f"{head}{m['q']}{MASK}{m['q']}" if quoted is not None else head + MASK
+
+
+def _colon_mask(m: re.Match[str]) -> str:
+    if m["quoted"] is None and any(c.islower() for c in m["name"]):
+        return m.group()
+    return _assigned_mask(m)
+
+
+def _not_a_value(name: str, value: str) -> bool:
+    lowered = value.lower()
+    return (
+        not value
+        or value.startswith(("*", "$", "%", "<", "{"))
+        or lowered in _NOT_A_VALUE
+        or lowered == name.lower()
+        or name.upper().endswith("TOKENS")  # max_tokens=100: a count, not a credential
+    )
 
 
 def _mask_values(text: str, values: Iterable[str]) -> str:

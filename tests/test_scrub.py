@@ -154,3 +154,48 @@ def test_a_secret_straddling_the_cut_of_an_output_tail_is_masked_whole() -> None
         out = ("x" * 500 + secret + "y" * (100 - (len(secret) - cut))).encode()
         tail = scrubbed_tail(out, ENV, limit=100)
         assert secret[cut:] not in tail, (cut, tail)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("DB_PASSWORD=hunter2", "DB_PASSWORD=***"),
+        ("export DB_PASSWORD='hunter 2'; next", "export DB_PASSWORD='***'; next"),
+        ('CLIENT_SECRET="s3 cr3t" x', 'CLIENT_SECRET="***" x'),
+        ("run --api-key=abc123 --x", "run --api-key=*** --x"),
+        ("db.password=hunter2", "db.password=***"),
+        ("GET /cb?state=1&access_token=abc.def&x=1", "GET /cb?state=1&access_token=***&x=1"),
+        ("pgpassword=x1 MYSQL_PWD=x2", "pgpassword=*** MYSQL_PWD=***"),
+        ("POSTGRES_PASSWORD: example", "POSTGRES_PASSWORD: ***"),
+        ('password: "hunter2"', 'password: "***"'),
+        ('{"client_secret": "s3cr3t", "n": 1}', '{"client_secret": "***", "n": 1}'),
+        ("{'password': 'hunter2', 'user': 'u'}", "{'password': '***', 'user': 'u'}"),
+        (
+            json.dumps({"out": json.dumps({"Stripe_Key": "planted"})}),
+            json.dumps({"out": json.dumps({"Stripe_Key": "***"})}),
+        ),
+        (
+            json.dumps({"output": "env\nDB_PASSWORD=hunter2\nok"}),
+            json.dumps({"output": "env\nDB_PASSWORD=***\nok"}),
+        ),
+    ],
+)
+def test_values_assigned_to_secret_named_keys_are_masked(text: str, masked: str) -> None:
+    assert scrub(text) == masked
+    assert scrub(masked) == masked  # idempotent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sorted(values, key=abs); monkey=1; session=s; author=me",
+        "def login(password=None, token=token, api_key=os.environ['API_KEY']): ...",
+        "password: str, token: Optional[str] = None",  # annotations, not values
+        "sort_key=lambda v: v; max_tokens=100; critic22_max_tokens=N",
+        'PLANTED = (b"OPENAI_API_KEY=", b"GITHUB_TOKEN=")',
+        "SECRET_KEY=$SECRET_KEY PASSWORD=%s TOKEN={token} password=*** ``token=None``",
+        '{"total_tokens": 1234, "password": ""}',
+    ],
+)
+def test_code_and_placeholders_next_to_secret_names_are_left_alone(text: str) -> None:
+    assert scrub(text) == text

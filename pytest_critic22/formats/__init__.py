@@ -4,16 +4,24 @@ Every format is derived from the one typed review result (the frozen ``Review``,
 results, the gate's ``Disposition``, the ``RunInfo``); none reads the terminal text. The
 session registers :data:`FORMATS` on the controller when ``--critic22`` is given; each writes
 only when its option (or, for GitHub, its environment) asks for it.
+
+Each format writes inside :func:`isolated`: one that fails says so in one line and the others
+are still written; the verdict and pytest's exit status do not depend on any of them. Every
+file is written so that no text can fail to encode (a lone surrogate from JSON, a child's
+undecodable byte): as a backslash escape.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-__all__ = ["FORMATS", "OUTPUT_OPTIONS", "output_path", "write_output"]
+__all__ = ["FORMATS", "OUTPUT_OPTIONS", "isolated", "output_path", "say", "write_output"]
 
 #: The format modules, registered as plugins (their names are the plugin names).
 FORMATS: tuple[str, ...] = (
@@ -45,4 +53,40 @@ def write_output(path: Path, text: str) -> None:
     from pytest_critic22.scrub import scrub
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scrub(text, os.environ), encoding="utf-8")
+    path.write_text(scrub(text, os.environ), encoding="utf-8", errors="backslashreplace")
+
+
+def say(config: pytest.Config, line: str, *, command: bool = False) -> None:
+    """One line on pytest's terminal (on stdout without a terminal reporter), made inert
+    (:func:`pytest_critic22.inert.safe_line`). ``command``: the line is a workflow command of
+    ours, escaped as one, that must keep its ``::`` at the start."""
+    from pytest_critic22.inert import inert, safe_line
+
+    line = inert(line) if command else safe_line(line)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+    else:
+        print(line)
+
+
+_MAX_DETAIL = 300  # a failed format's line: the exception's first characters
+
+
+@contextlib.contextmanager
+def isolated(config: pytest.Config, what: str) -> Iterator[None]:
+    """Write one format: if it fails (an unwritable path, a bug, text no codec takes), one
+    line says so — ``critic22: the SARIF report could not be written: OSError: ...`` — and
+    the review goes on to the other formats, the summary and the verdict's exit status."""
+    from pytest_critic22.scrub import scrub
+
+    try:
+        yield
+    except Exception as exc:  # one format's failure is a line, not a crash
+        detail = scrub(f"{type(exc).__name__}: {exc}", os.environ)
+        if len(detail) > _MAX_DETAIL:
+            detail = detail[: _MAX_DETAIL - 1] + "…"
+        try:
+            say(config, f"critic22: the {what} could not be written: {detail}")
+        except Exception:  # not even a line: the others still go on
+            print(f"critic22: the {what} could not be written", file=sys.stderr)

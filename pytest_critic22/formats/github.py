@@ -9,7 +9,10 @@ report: :func:`pytest_critic22.formats.sarif.all_outcomes`), at most ten per lev
 for inconclusive ones, ``notice`` for advisory findings. When ``GITHUB_STEP_SUMMARY`` names a
 file, a Markdown job summary is appended to it: the verdict and why, the findings, the
 preservation groups and where the report files are. The claims, reasons and paths are the
-critic's and the patch's text, untrusted: escaped as data everywhere.
+critic's and the patch's text, untrusted: escaped as data everywhere. An annotation's message
+and properties are escaped by GitHub's rules and then made inert (no terminal escape, no lone
+surrogate, no ``##[``): the only workflow command on a line is ours, at its start. The job
+summary is written with lone surrogates as backslash escapes, never an encoding error.
 
 Everything but the hook at the end is pure.
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_critic22.formats.sarif import Outcome, all_outcomes, locate
+from pytest_critic22.inert import inert
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
@@ -47,8 +51,9 @@ ARTIFACTS: tuple[tuple[str, str, str], ...] = (
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message: ``%``, CR and LF escaped (GitHub's rules)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: ``%``, CR and LF escaped (GitHub's rules), then every
+    other control character, lone surrogate and ``##[`` made inert (:func:`inert`)."""
+    return inert(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -104,10 +109,11 @@ _BLOCK_START = re.compile(r"^(\s*\d*)([-+=.)])")  # a list item or heading under
 
 def md(text: str) -> str:
     """Untrusted text as inert Markdown, safe in a table cell: HTML escaped, Markdown's
-    punctuation backslash-escaped, line breaks as ``<br>``."""
+    punctuation backslash-escaped, line breaks as ``<br>``, any other control character and
+    lone surrogate as a backslash escape (:func:`inert`)."""
     text = _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
     text = _BLOCK_START.sub(r"\1\\\2", text)
-    return re.sub(r"\r\n|\r|\n", "<br>", text)
+    return inert(re.sub(r"\r\n|\r|\n", "<br>", text))
 
 
 def _where(review: Review, location: str) -> str:
@@ -200,29 +206,29 @@ def pytest_critic22_review_finished(
     run: RunInfo,
     config: pytest.Config,
 ) -> None:
-    from pytest_critic22.formats import output_path
+    from pytest_critic22.formats import isolated, output_path, say
     from pytest_critic22.scrub import scrub
 
     if not in_github_actions(os.environ):
         return
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
     notes: list[str] = []
     summary = os.environ.get("GITHUB_STEP_SUMMARY", "")
     if summary:
-        artifacts = [
-            (f"{what} ({option})", str(path))
-            for dest, option, what in ARTIFACTS
-            if (path := output_path(config, dest)) is not None
-        ]
-        text = job_summary(review, results, disposition, run, artifacts=artifacts)
-        try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(scrub(text, os.environ) + "\n")
-        except OSError as exc:
-            notes.append(f"critic22: cannot append the job summary to {summary}: {exc}")
-    for line in [*annotation_lines(review, results), *notes]:
-        line = scrub(line, os.environ)
-        if reporter is not None:
-            reporter.write_line(line)
-        else:
-            print(line)
+        with isolated(config, "GitHub job summary"):
+            artifacts = [
+                (f"{what} ({option})", str(path))
+                for dest, option, what in ARTIFACTS
+                if (path := output_path(config, dest)) is not None
+            ]
+            text = job_summary(review, results, disposition, run, artifacts=artifacts)
+            try:
+                with open(summary, "a", encoding="utf-8", errors="backslashreplace") as fh:
+                    fh.write(scrub(text, os.environ) + "\n")
+            except OSError as exc:
+                notes.append(f"critic22: cannot append the job summary to {summary}: {exc}")
+    with isolated(config, "GitHub annotations"):
+        lines = annotation_lines(review, results)
+        # Each line is ours from its first character: an annotation (its message and
+        # properties escaped) or a line starting "critic22:"; say() makes it inert as well.
+        for line in [*lines, *notes]:
+            say(config, scrub(line, os.environ), command=line.startswith("::"))

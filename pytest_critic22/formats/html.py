@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_critic22.diffparse import WHOLE_PATCH
-from pytest_critic22.formats import output_path, write_output
+from pytest_critic22.formats import isolated, output_path, write_output
 from pytest_critic22.formats.html_parts import (
     CSP,
     CSS,
@@ -327,4 +327,5 @@ def pytest_critic22_review_finished(
     path = output_path(config, "critic22_html")
     if path is None:
         return
-    write_output(path, html_document(review, results, disposition, run))
+    with isolated(config, "HTML report"):
+        write_output(path, html_document(review, results, disposition, run))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_critic22.formats import output_path, write_output
+from pytest_critic22.formats import isolated, output_path, write_output
 
 if TYPE_CHECKING:
     from pytest_critic22.procedures import FindingResult
@@ -24,17 +24,21 @@ def pytest_critic22_review_finished(
     config: pytest.Config,
 ) -> None:
     from pytest_critic22 import report
+    from pytest_critic22.inert import inert_data
 
     path = output_path(config, "critic22_report")
     if path is None:
         return
-    document = report.json_report(
-        run_id=run.run_id,
-        review=review,
-        results=results,
-        disposition=disposition,
-        ledger=run.ledger,
-        notes=run.notes,
-        sandbox=run.sandbox,
-    )
-    write_output(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    with isolated(config, "JSON report"):
+        document = report.json_report(
+            run_id=run.run_id,
+            review=review,
+            results=results,
+            disposition=disposition,
+            ledger=run.ledger,
+            notes=run.notes,
+            sandbox=run.sandbox,
+        )
+        # A lone surrogate (from the critic's JSON) as text: strict JSON readers reject it.
+        text = json.dumps(inert_data(document), indent=2, sort_keys=True)
+        write_output(path, text + "\n")

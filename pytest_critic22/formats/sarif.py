@@ -114,7 +114,7 @@ class Outcome:
 
 def _width(text: str) -> int:
     """A line's length in UTF-16 code units (the run's ``columnKind``, as GitHub counts)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate: one unit
 
 
 def _body(edit: AtomicEdit) -> list[str]:
@@ -163,10 +163,20 @@ def fingerprint(patch: ParsedPatch, location: str, claim: str) -> str:
         edits = list(patch.edits)
     digest = hashlib.sha256()
     for edit in edits:
-        digest.update(edit.path.encode("utf-8", "surrogateescape") + b"\0")
-        digest.update("\n".join(_body(edit)).encode("utf-8", "surrogateescape") + b"\0")
-    digest.update(b"claim\0" + claim.encode("utf-8", "surrogateescape"))
+        digest.update(_utf8(edit.path) + b"\0")
+        digest.update(_utf8("\n".join(_body(edit))) + b"\0")
+    digest.update(b"claim\0" + _utf8(claim))
     return digest.hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    """Text as the bytes a fingerprint hashes: an undecodable byte of a file (carried as a
+    ``surrogateescape`` surrogate) as that byte; any other lone surrogate (JSON can carry
+    one) as its backslash escape, never an error."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
 
 
 # -- outcomes --------------------------------------------------------------------------------
@@ -215,9 +225,7 @@ def preservation_outcomes(
         claim = f"the patch breaks existing tests in {group}"
         if result.outcome.kind != "verified":
             claim = f"existing tests in {group} could not be judged on the patch"
-        digest = hashlib.sha256(
-            "\0".join(["preservation", group, *tests]).encode("utf-8", "surrogateescape")
-        )
+        digest = hashlib.sha256(_utf8("\0".join(["preservation", group, *tests])))
         kind, reason, tree = result.outcome.kind, result.outcome.reason, result.counterfactual
         yield Outcome(
             preservation_id(group),
@@ -312,7 +320,11 @@ def rules(
 
 
 def _uri(path: str) -> str:
-    return quote(path, safe="/")
+    """A path as a URI: an undecodable byte of a file name percent-encoded as that byte."""
+    try:
+        return quote(path, safe="/", errors="surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that was no byte: its escape, encoded
+        return quote(path, safe="/", errors="backslashreplace")
 
 
 def _timestamp(seconds: float) -> str:
@@ -413,13 +425,16 @@ def pytest_critic22_review_finished(
     run: RunInfo,
     config: pytest.Config,
 ) -> None:
-    from pytest_critic22.formats import output_path, write_output
+    from pytest_critic22.formats import isolated, output_path, write_output
+    from pytest_critic22.inert import inert_data
     from pytest_critic22.plugin import PLUGIN_NAME
 
     path = output_path(config, "critic22_sarif")
     if path is None:
         return
-    session = config.pluginmanager.get_plugin(PLUGIN_NAME)  # the run's registries
-    kinds, checks = getattr(session, "kinds", None), getattr(session, "checks", None)
-    document = sarif_document(review, results, disposition, run, kinds=kinds, checks=checks)
-    write_output(path, json.dumps(document, indent=2) + "\n")
+    with isolated(config, "SARIF report"):
+        session = config.pluginmanager.get_plugin(PLUGIN_NAME)  # the run's registries
+        kinds, checks = getattr(session, "kinds", None), getattr(session, "checks", None)
+        document = sarif_document(review, results, disposition, run, kinds=kinds, checks=checks)
+        # Code scanning's JSON reader rejects an escaped lone surrogate: show it as text.
+        write_output(path, json.dumps(inert_data(document), indent=2) + "\n")
