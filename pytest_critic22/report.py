@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.finding import ParseResult
 from pytest_critic22.inert import inert, safe_line
+from pytest_critic22.kinds.base import COLLECTION
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
@@ -89,16 +90,22 @@ def summary_lines(
 
 
 def _preservation_rows(groups: Mapping[str, Sequence[str]], results: Results) -> list[str]:
-    if not groups:
-        return ["preservation: no existing test reaches the touched symbols"]
-    rows = [
-        f"preservation: {sum(len(t) for t in groups.values())} test(s) in {len(groups)} group(s)"
-    ]
-    for group, tests in groups.items():
+    tests = {g: t for g, t in groups.items() if g != COLLECTION}
+    rows = []
+    if COLLECTION in groups:
+        result = results.get(preservation_id(COLLECTION))
+        said = f"{result.outcome.kind} — {result.outcome.reason}" if result else "not run"
+        rows.append(f"collection: {said}")
+    if not tests:
+        return [*rows, "preservation: no existing test reaches the touched symbols"]
+    rows.append(
+        f"preservation: {sum(len(t) for t in tests.values())} test(s) in {len(tests)} group(s)"
+    )
+    for group, names in tests.items():
         result = results.get(preservation_id(group))
         outcome = result.outcome.kind if result else "not run"
         reason = f" — {result.outcome.reason}" if result and outcome != "refuted" else ""
-        rows.append(f"  {group} ({len(tests)}): {outcome}{reason}")
+        rows.append(f"  {group} ({len(names)}): {outcome}{reason}")
         if result:
             rows.extend(f"      note: {note}" for note in run_notes(result.logs))
     return rows

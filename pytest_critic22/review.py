@@ -26,7 +26,7 @@ from pytest_critic22.inputs import (
     read_scar,
     read_text_or_file,
 )
-from pytest_critic22.kinds.base import Procedure, Scope
+from pytest_critic22.kinds.base import COLLECTION, Procedure, Scope
 from pytest_critic22.ledger import Ledger
 from pytest_critic22.nodeids import check_nodeid, looks_like_nodeid
 from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
@@ -301,7 +301,6 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
         opts, review.patch, review.packet, svc, with_coverage=source == "model"
     )
     from pytest_critic22.harness import harness_changed
-    from pytest_critic22.kinds.collection import COLLECTION
 
     groups = dict(evidence.preservation)
     if opts.preservation != "off":  # collection is preserved with no critic (invariant 14)

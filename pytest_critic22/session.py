@@ -20,8 +20,7 @@ import pytest
 
 from pytest_critic22.inputs import InputError
 from pytest_critic22.items import PROPERTY, PatchFile
-from pytest_critic22.kinds.base import Procedure
-from pytest_critic22.kinds.collection import COLLECTION
+from pytest_critic22.kinds.base import COLLECTION, Procedure
 from pytest_critic22.ledger import STATE_DIR, Ledger, ensure_state_dir, new_run_id
 from pytest_critic22.procedures import FindingResult, scrubbed
 from pytest_critic22.review import (

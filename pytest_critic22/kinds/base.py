@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from pytest_critic22.diffparse import ParsedPatch
     from pytest_critic22.trees import TreeSet
 
-__all__ = ["FindingLike", "NotExecutable", "Procedure", "Route", "Scope"]
+__all__ = ["COLLECTION", "FindingLike", "NotExecutable", "Procedure", "Route", "Scope"]
+
+#: The collection check's preservation group (``preserve[collection]``) and procedure kind.
+COLLECTION = "collection"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.kinds.base import COLLECTION, NotExecutable, Procedure, Scope
 from pytest_critic22.procedures import ExecutionContext, FindingResult, read_source
 from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["COLLECTION", "KIND", "CollectionKind", "first_error_line", "parse_regressions"]
 
-COLLECTION = "collection"  # the preservation group's name: ``preserve[collection]``
 _STARTED = (0, 1, 2, 5)  # exit statuses of a pytest that got as far as collecting
 
 
