@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pytest_critic22.finding import ParseResult, parse_findings
 from pytest_critic22.packet import ReviewPacket
+from pytest_critic22.statedir import read_file, write_file
 
 __all__ = [
     "PROMPT_VERSION",
@@ -337,24 +338,21 @@ def _request_record(
 def _trace(folder: Path | None, name: str, content: str | Mapping[str, Any]) -> None:
     if folder is None:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     text = content if isinstance(content, str) else json.dumps(content, indent=2) + "\n"
-    (folder / name).write_text(_scrub(text), encoding="utf-8")
+    write_file(folder / name, _scrub(text))  # no link followed inside .critic22/
 
 
 def _read_cache(folder: Path, key: str) -> str | None:
     path = folder / f"{key}.json"
     try:
-        return str(json.loads(path.read_text(encoding="utf-8"))["raw"])
+        return str(json.loads(read_file(path).decode("utf-8"))["raw"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _write_cache(folder: Path, key: str, raw: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"{key}.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"raw": raw, "prompt_version": PROMPT_VERSION}), encoding="utf-8")
-    os.replace(tmp, folder / f"{key}.json")
+    # Atomic, and no link followed inside .critic22/ (the folders on the way, the file).
+    write_file(folder / f"{key}.json", json.dumps({"raw": raw, "prompt_version": PROMPT_VERSION}))
 
 
 def litellm_completion(settings: CriticSettings) -> Completion:

@@ -6,7 +6,6 @@ patched tree is :mod:`pytest_critic22.coverage_evidence` (re-exported here)."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import git
 from pytest_critic22.impact import SymbolImpact, blast_radius, callees, edit_impact
 from pytest_critic22.nodeids import GENERATED_PREFIX
+from pytest_critic22.statedir import read_file, write_file
 
 __all__ = [
     "Impact",
@@ -431,7 +431,7 @@ def _read_json(cache_dir: Path | None, digest: str) -> Any:
     if cache_dir is None:
         return None
     try:
-        return json.loads((cache_dir / f"{digest}.json").read_text(encoding="utf-8"))
+        return json.loads(read_file(cache_dir / f"{digest}.json").decode("utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -439,7 +439,5 @@ def _read_json(cache_dir: Path | None, digest: str) -> Any:
 def _write_json(cache_dir: Path | None, digest: str, data: Any) -> None:
     if cache_dir is None:
         return
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache_dir / f"{digest}.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, cache_dir / f"{digest}.json")
+    # Atomic, and no link followed inside .critic22/ (the folders on the way, the file).
+    write_file(cache_dir / f"{digest}.json", json.dumps(data))

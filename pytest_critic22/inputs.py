@@ -195,7 +195,13 @@ def check_outputs(
     must write to the state folder (the model critic's traces and cache).
     """
     from pytest_critic22.ledger import folder_write_problem, write_problem
+    from pytest_critic22.statedir import check_known
 
+    # A link in the state folder (a repository can commit one) would have the run write
+    # through it, outside the repository: refused whatever else is asked of the folder.
+    problem = check_known(state_dir)
+    if problem is not None:
+        raise InputError(f"critic22: {problem}")
     problem = write_problem(ledger)
     if problem is not None and ledger_given:
         raise InputError(

@@ -17,10 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from pytest_critic22.scrub import scrub
+from pytest_critic22.statedir import (
+    STATE_DIR,
+    StateLinkError,
+    link_problem,
+    make_folder,
+    open_append,
+    open_file,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
+    "STATE_DIR",
     "Ledger",
+    "StateLinkError",
     "ensure_state_dir",
     "folder_write_problem",
     "new_run_id",
@@ -29,7 +39,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-STATE_DIR = ".critic22"
 
 _GITIGNORE = "# Created by pytest-critic22 automatically.\n*\n"
 
@@ -39,15 +48,21 @@ def new_run_id() -> str:
 
 
 def ensure_state_dir(path: Path) -> Path:
-    """Create ``.critic22/`` (or any folder) with a .gitignore, as pytest does for its cache."""
-    path.mkdir(parents=True, exist_ok=True)
+    """Create ``.critic22/`` (or any folder) with a .gitignore, as pytest does for its cache.
+    Inside the state folder no link is followed: :class:`StateLinkError` names it."""
+    make_folder(path)
+    if path.name != STATE_DIR:
+        return path
     ignore = path / ".gitignore"
-    if path.name == STATE_DIR and not ignore.exists():
-        try:
-            with open(ignore, "x", encoding="utf-8") as fh:
-                fh.write(_GITIGNORE)
-        except FileExistsError:  # another process won the race
-            pass
+    try:
+        fd = open_file(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:  # there already (another process won the race), or a link
+        problem = link_problem(ignore)
+        if problem is not None:
+            raise StateLinkError(problem) from None
+        return path
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(_GITIGNORE)
     return path
 
 
@@ -57,11 +72,14 @@ def write_problem(path: Path) -> str | None:
     Finds out by doing it, and leaves nothing behind: the folders it had to create and
     the file, when it did not exist before and is still empty, are removed again.
     """
+    problem = link_problem(path)  # inside .critic22/: never probed through a link
+    if problem is not None:
+        return problem
     made = [p for p in (path.parent, *path.parent.parents) if not os.path.lexists(p)]
     existed = os.path.lexists(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        make_folder(path.parent)
+        os.close(open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
     except OSError as exc:
         return _why(path, exc)
     finally:
@@ -118,9 +136,8 @@ class Ledger:
         line = scrub(text, os.environ).encode()
         if self.path.parent.name == STATE_DIR:
             ensure_state_dir(self.path.parent)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # No link followed inside .critic22/ (the folders on the way, the file itself).
+        fd = open_append(self.path)
         try:
             _lock(fd)
             view = memoryview(line)

@@ -7,6 +7,7 @@ import os
 import select
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TextIO
 
 import pytest
@@ -20,6 +21,8 @@ from pytest_critic22.reviewloop.checkpoint import (
 )
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs os.openpty")
+
+FIX = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 
 @pytest.fixture
@@ -161,12 +164,18 @@ def test_require_terminal_accepts_a_real_terminal(pty: tuple[int, TextIO]) -> No
         (b"go\n", Reply("go")),
         (b"skip 1\n", Reply("skip", skip=(1,))),
         (b"stop\n", Reply("stop")),
-        (b"apply fix.diff\n", Reply("apply", path="fix.diff")),
+        (b"apply fix.diff\n", Reply("apply", path="fix.diff", diff=FIX)),
     ],
 )
 def test_ask_reads_one_reply_from_a_real_terminal(
-    pty: tuple[int, TextIO], typed: bytes, reply: Reply
+    pty: tuple[int, TextIO],
+    typed: bytes,
+    reply: Reply,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    (tmp_path / "fix.diff").write_text(FIX)
+    monkeypatch.chdir(tmp_path)  # apply reads the file it names, relative to here
     master, reader = pty
     os.write(master, typed)
     out = io.StringIO()

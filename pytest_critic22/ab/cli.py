@@ -18,9 +18,13 @@ from pytest_critic22.ab.runs import RunOptions
 
 
 def default_cache() -> Path:
+    """``.critic22/ab-cache`` of the current folder; StateLinkError for a link there."""
     from pytest_critic22.ledger import STATE_DIR, ensure_state_dir
+    from pytest_critic22.statedir import check
 
-    return ensure_state_dir(Path.cwd() / STATE_DIR) / "ab-cache"
+    cache = ensure_state_dir(Path.cwd() / STATE_DIR) / "ab-cache"
+    check(cache)
+    return cache
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``critic22 ab POPULATION ...``: 0 done, 1 done but some runs failed, 2 bad input,
     130 interrupted (what finished is cached: run the same command again to resume)."""
     args = _parser().parse_args(argv)
+    if args.jobs < 1:
+        print(
+            "critic22 ab: error: --jobs must be at least 1 (--jobs 1: one run at a time)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         population = load_population(args.population)
         critic = choose_critic(population, args.critic, args.critic22_model, args.critic22_api_base)
@@ -117,7 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not population.held_out():
         print("critic22 ab: error: the rule leaves no held-out case", file=sys.stderr)
         return 2
-    cache = args.cache if args.cache is not None else default_cache()
+    from pytest_critic22.statedir import StateLinkError
+
+    try:
+        cache = args.cache if args.cache is not None else default_cache()
+    except StateLinkError as exc:
+        print(f"critic22 ab: error: {exc}", file=sys.stderr)
+        return 2
     # Model tuning is the plugin's ini values (--override-ini), the critic's deadline a flag.
     critic_args = [
         f"--override-ini=critic22_{name}={value:g}"
@@ -141,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             population,
             critic,
             cache_dir=cache,
-            jobs=max(1, args.jobs),
+            jobs=args.jobs,
             fresh=args.fresh,
             options=options,
             progress=sys.stderr,

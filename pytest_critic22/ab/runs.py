@@ -254,12 +254,11 @@ def _remove_scratch(scratch: Path, repo: Path) -> None:
 
 
 def write_atomic(path: Path, record: Mapping[str, Any]) -> None:
-    """``record`` as JSON at ``path``: a reader sees all of it or the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, sort_keys=True)
-    os.replace(tmp, path)
+    """``record`` as JSON at ``path``: a reader sees all of it or the old file; no link
+    followed inside ``.critic22/`` (the default caches are there)."""
+    from pytest_critic22.statedir import write_file
+
+    write_file(path, json.dumps(record, sort_keys=True))
 
 
 # -- cache keys --------------------------------------------------------------------------------

@@ -135,7 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         max_mutants=args.max_mutants,
     )
-    cache = args.cache if args.cache is not None else _default_cache()
+    from pytest_critic22.statedir import StateLinkError
+
+    try:
+        cache = args.cache if args.cache is not None else _default_cache()
+    except StateLinkError as exc:
+        return _error(str(exc))
     from pytest_critic22.mine.driver import mine
 
     try:
@@ -184,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _default_cache() -> Path:
+    """``.critic22/mine-cache`` of the current folder; StateLinkError for a link there."""
     from pytest_critic22.ledger import STATE_DIR, ensure_state_dir
+    from pytest_critic22.statedir import check
 
-    return ensure_state_dir(Path.cwd() / STATE_DIR) / "mine-cache"
+    cache = ensure_state_dir(Path.cwd() / STATE_DIR) / "mine-cache"
+    check(cache)
+    return cache

@@ -2,24 +2,40 @@
 
 With ``--checkpoint`` the loop stops between review and repair so a person decides what
 is applied: all the verified fixes, all but some, a diff of their own, or nothing more.
-Parsing is a pure function so every spelling is tested; :func:`ask` only reads lines from
-the stream it is given, and any doubt (end of input, repeated nonsense) ends in ``stop``,
-because applying fixes nobody approved is the one thing a checkpoint must never do.
+Parsing is a pure function so every spelling is tested; :func:`ask` reads lines from the
+stream it is given (and the file an ``apply`` names: a regular file of at most
+:data:`MAX_DIFF_BYTES`, anything else is a reply to give again), and any doubt (end of
+input, repeated nonsense) ends in ``stop``, because applying fixes nobody approved is the one
+thing a checkpoint must never do.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, TextIO
 
-__all__ = ["Reply", "ask", "parse_reply", "render", "require_terminal"]
+__all__ = [
+    "MAX_DIFF_BYTES",
+    "Reply",
+    "ask",
+    "parse_reply",
+    "read_diff",
+    "render",
+    "require_terminal",
+]
 
 GO_WORDS = ("go", "continue", "ok", "proceed")
 STOP_WORDS = ("stop", "enough", "done")
 #: How many findings the checkpoint shows; the journal keeps all of them.
 TOP_FINDINGS = 3
+#: The largest diff ``apply FILE`` reads: a fix is small, and ``/dev/zero`` is endless.
+MAX_DIFF_BYTES = 2 << 20
 
 ACCEPTED = "answer go/continue/ok/proceed, skip N[,M], stop/enough/done, or apply FILE.diff"
 OPTIONS = (
@@ -40,11 +56,13 @@ _NUMBER = re.compile(r"[0-9]+\Z")
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What the person chose; ``skip`` holds 1-based fix numbers, ``path`` the diff to apply."""
+    """What the person chose; ``skip`` holds 1-based fix numbers, ``path`` the diff to apply
+    and ``diff`` its text (read by :func:`ask`)."""
 
     action: Literal["go", "skip", "stop", "apply"]
     skip: tuple[int, ...] = ()
     path: str | None = None
+    diff: str | None = None
 
 
 def parse_reply(text: str, fixes: int) -> Reply | str:
@@ -63,6 +81,41 @@ def parse_reply(text: str, fixes: int) -> Reply | str:
     if word == "skip":
         return _skip(rest, fixes)
     return f"unrecognised reply {text.strip()!r}: {ACCEPTED}"
+
+
+def read_diff(name: str) -> str:
+    """The text of the diff file ``name`` (``~`` expanded, relative to the current folder),
+    read with a bound; ValueError with the one line to show when it is not a regular file
+    (a device, a FIFO, a folder), is larger than :data:`MAX_DIFF_BYTES`, cannot be read or
+    is not UTF-8."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(Path(name).expanduser(), flags)
+    except OSError as exc:
+        raise ValueError(f"apply {name}: cannot read it ({exc.strerror or exc})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ValueError(f"apply {name}: not a regular file; give the path of a diff file")
+    with os.fdopen(fd, "rb") as handle:
+        data = b"" if info.st_size > MAX_DIFF_BYTES else handle.read(MAX_DIFF_BYTES + 1)
+    if info.st_size > MAX_DIFF_BYTES or len(data) > MAX_DIFF_BYTES:
+        limit = f"{MAX_DIFF_BYTES >> 20} MiB"
+        raise ValueError(f"apply {name}: larger than {limit}; a fix is a small diff file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"apply {name}: not UTF-8 text; give a unified diff") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text's newlines
+
+
+def _with_diff(reply: Reply) -> Reply | str:
+    """An ``apply`` reply with its file read, or the one line saying why it cannot be."""
+    try:
+        return dataclasses.replace(reply, diff=read_diff(reply.path or ""))
+    except ValueError as exc:
+        return str(exc)
 
 
 def _skip(rest: str, fixes: int) -> Reply | str:
@@ -117,7 +170,8 @@ def require_terminal(stdin: TextIO) -> str | None:
 
 def ask(stdin: TextIO, stdout: TextIO, prompt: str, fixes: int, attempts: int = 3) -> Reply:
     """Show ``prompt`` and read one line per attempt; end of input or ``attempts`` invalid
-    replies mean ``stop``, never an unapproved ``go``."""
+    replies mean ``stop``, never an unapproved ``go``. An ``apply`` whose file cannot be
+    used (:func:`read_diff`) is an invalid reply: said in one line, and asked again."""
     stdout.write(prompt if prompt.endswith("\n") or not prompt else prompt + "\n")
     for _ in range(max(1, attempts)):
         stdout.write("> ")
@@ -128,6 +182,8 @@ def ask(stdin: TextIO, stdout: TextIO, prompt: str, fixes: int, attempts: int = 
             stdout.flush()
             return Reply("stop")
         reply = parse_reply(line, fixes)
+        if isinstance(reply, Reply) and reply.action == "apply":
+            reply = _with_diff(reply)
         if isinstance(reply, Reply):
             return reply
         stdout.write(reply + "\n")

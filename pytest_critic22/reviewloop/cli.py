@@ -2,7 +2,8 @@
 
 Exit status: 0 acquitted (execution found nothing blocking), 1 not acquitted (a verified
 defect without a verified fix, max rounds reached, or stopped at the checkpoint), 3 blocked
-(a review could not do what was asked: never read as "nothing found"), 2 usage error.
+(a review could not do what was asked: never read as "nothing found"), 2 usage error, 130
+interrupted (Ctrl-C: the state is saved at the last finished round; run again to resume).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ an interrupted loop resumes where it stopped when run again within 24 hours.
 
 Any other option written --critic22-NAME=VALUE (spec, obligations, reruns, ...), and -o/-p
 with their value, is passed to every review. Exit status: 0 acquitted, 1 not acquitted,
-3 blocked (a review could not look), 2 usage error.
+3 blocked (a review could not look), 2 usage error, 130 interrupted (run again to resume).
 """
 
 _REFUSED = ("--critic22=", "--critic22-report", "--critic22-only")
@@ -113,8 +114,9 @@ def _forwarded(parser: argparse.ArgumentParser, rest: Sequence[str]) -> tuple[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_critic22.reviewloop.driver import LoopError, run_loop
+    from pytest_critic22.reviewloop.driver import LoopError, LoopInterrupted, run_loop
     from pytest_critic22.reviewloop.model import LoopOptions
+    from pytest_critic22.statedir import StateLinkError
 
     parser = build_parser()
     args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
@@ -143,6 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LoopError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except StateLinkError as exc:  # one planted in .critic22/ while the loop ran
+        print(f"critic22 loop: {exc}", file=sys.stderr)
+        return 2
+    except LoopInterrupted as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # before the loop had a run to save
+        print(
+            "\ncritic22 loop: interrupted before its first round; nothing to save", file=sys.stderr
+        )
+        return 130
     if result.acquitted:
         return 0
     return 3 if result.status == "blocked" else 1

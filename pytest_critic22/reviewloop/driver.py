@@ -10,7 +10,6 @@ round interrupted before it is redone on resume, never half-counted.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from typing import Any, TextIO
 
 from pytest_critic22.reviewloop import journal, state
 from pytest_critic22.reviewloop.independence import independence
+from pytest_critic22.reviewloop.interrupt import LoopInterrupted, save_interrupted
 from pytest_critic22.reviewloop.model import Fix, ItemResult, LoopOptions, RoundRecord
 from pytest_critic22.reviewloop.rounds import (
     blockers,
@@ -29,8 +29,17 @@ from pytest_critic22.reviewloop.rounds import (
 )
 from pytest_critic22.reviewloop.steps import Reviewer, RunSpec, critic_raw
 from pytest_critic22.reviewloop.verdict import BLOCKED, is_positive, score_of, verdict_of
+from pytest_critic22.statedir import make_folder, remove_folder, write_file
 
-__all__ = ["DIFFICULTIES", "LoopError", "LoopOptions", "LoopResult", "loop", "run_loop"]
+__all__ = [
+    "DIFFICULTIES",
+    "LoopError",
+    "LoopInterrupted",
+    "LoopOptions",
+    "LoopResult",
+    "loop",
+    "run_loop",
+]
 
 DIFFICULTIES = ("medium", "hard", "nightmare")
 
@@ -64,6 +73,7 @@ class _Run:
     out: TextIO
     stdin: TextIO
     records: list[RoundRecord] = field(default_factory=list)
+    saved: state.LoopState | None = None  # what REVIEW_STATE.json holds of this run
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -100,7 +110,7 @@ def run_loop(
     opts: LoopOptions, *, stdin: TextIO | None = None, out: TextIO | None = None
 ) -> LoopResult:
     """Run (or resume) the loop; raises :class:`LoopError` for usage problems."""
-    from pytest_critic22.gitio import GitError, head_commit, toplevel
+    from pytest_critic22.gitio import toplevel
 
     stdin = sys.stdin if stdin is None else stdin
     out = sys.stdout if out is None else out
@@ -109,14 +119,33 @@ def run_loop(
     if repo is None:
         raise LoopError(f"critic22 loop: {opts.repo} is not inside a git repository")
     stage = repo / state.STAGE
+    # A link in .critic22/ (a repository can commit one) would have the loop write, or
+    # remove, outside the repository: refused before anything is read or written.
+    problem = state.link_problem(stage)
+    if problem is not None:
+        raise LoopError(f"critic22 loop: {problem}")
     try:
         begun = state.start(stage)
     except state.StateError as exc:
         raise LoopError(str(exc)) from None
-    run = _Run(opts, stage, begun.run_id, "", out, stdin)
+    run = _Run(opts, stage, begun.run_id, "", out, stdin, saved=begun.state)
+    try:
+        return _rounds(run, begun, repo)
+    except KeyboardInterrupt:  # the last finished round's state kept: the same command resumes
+        saved = save_interrupted(stage, run.run_id, run.saved, _agent(opts), _ledger(run))
+        raise saved[1] from None
+
+
+def _rounds(run: _Run, begun: state.Start, repo: Path) -> LoopResult:
+    """The loop from its start decision to its end (Ctrl-C is the caller's)."""
+    from pytest_critic22.gitio import GitError, head_commit
+
+    opts, stage = run.opts, run.stage
     for line in begun.messages:
         run.say(line)
     first = _resume(run, begun) if begun.resumed else 1
+    if first == 1:
+        run.saved = None  # starting over: no round of this run is on disk yet
     if run.records:
         run.base = str(run.records[0].extra.get("base", ""))
         candidate = run.round_dir(first - 1) / "next.diff"
@@ -238,23 +267,23 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
 
     opts = run.opts
     folder = run.round_dir(number)
-    shutil.rmtree(folder, ignore_errors=True)  # a round interrupted earlier is redone whole
-    folder.mkdir(parents=True)
+    remove_folder(folder)  # a round interrupted earlier is redone whole
+    make_folder(folder)
     candidate = folder / "candidate.diff"
-    candidate.write_text(text, encoding="utf-8")
+    write_file(candidate, text)
     trace_id = f"trace_{run.run_id}_r{number:02d}"
     traces = spec.repo / ".critic22" / "traces" / trace_id
-    shutil.rmtree(traces, ignore_errors=True)
+    remove_folder(traces)
     reviewer = Reviewer(spec, traces)
     extra: list[str] = []
     if run.records:
         memory = folder / "memory.md"
-        memory.write_text(journal.critic_memory(run.records), encoding="utf-8")
+        write_file(memory, journal.critic_memory(run.records))
         extra.append(f"--critic22-reviewer-memory={memory}")
         scars = scar_entries([(r.round, r.items) for r in run.records])
         if scars:
             scar = folder / "scar.json"
-            scar.write_text(json.dumps(scars, indent=2), encoding="utf-8")
+            write_file(scar, json.dumps(scars, indent=2))
             extra.append(f"--critic22-scar={scar}")
     findings, engage = None, spec.engage
     if opts.findings_dir is not None:
@@ -376,9 +405,9 @@ def _ledger(run: _Run) -> Any:
 def _commit(run: _Run, record: RoundRecord, following: str) -> None:
     """Write the round: its record, memory, log, ledger event, receipt; the state last."""
     folder = run.round_dir(record.round)
-    (folder / "record.json").write_text(json.dumps(record.to_dict(), indent=2), encoding="utf-8")
+    write_file(folder / "record.json", json.dumps(record.to_dict(), indent=2))
     if record.status == "continue":
-        (folder / "next.diff").write_text(following, encoding="utf-8")
+        write_file(folder / "next.diff", following)
     previous = run.records[-1] if run.records else None
     journal.append_memory(run.stage, record, previous)
     journal.append_round(run.stage, record)
@@ -417,19 +446,18 @@ def _write_state(run: _Run, record: RoundRecord, *, final: bool) -> None:
     """The round's commit point. A BLOCKED round is not counted: the state stays in
     progress at the round before it, so running the loop again redoes it."""
     blocked = record.status == "blocked"
-    state.write_state(
-        run.stage,
-        state.LoopState(
-            run_id=run.run_id,
-            round=record.round - 1 if blocked else record.round,
-            agent_id=_agent(run.opts),
-            status="completed" if final else "in_progress",
-            last_score=record.score,
-            last_verdict=record.verdict,
-            pending_experiments=(),
-            timestamp=_now(),
-        ),
+    saved = state.LoopState(
+        run_id=run.run_id,
+        round=record.round - 1 if blocked else record.round,
+        agent_id=_agent(run.opts),
+        status="completed" if final else "in_progress",
+        last_score=record.score,
+        last_verdict=record.verdict,
+        pending_experiments=(),
+        timestamp=_now(),
     )
+    state.write_state(run.stage, saved)
+    run.saved = saved
 
 
 def _agent(opts: LoopOptions) -> str:
@@ -447,7 +475,7 @@ def _finish(run: _Run, record: RoundRecord, text: str) -> LoopResult:
         if not any(r.round == record.round for r in receipts):  # only this round's may stop it
             status = "blocked"
     final = run.stage / "final.diff"
-    final.write_text(text, encoding="utf-8")
+    write_file(final, text)
     journal.append_final(run.stage, run.run_id, status, str(final), record.blockers)
     if render_file(run.stage) is None:
         run.say("note: AUTO_REVIEW.html could not be rendered (the loop's result stands)")

@@ -215,7 +215,8 @@ def _checkpoint(
         ]
         return keep, dropped
     if reply.action == "apply":
-        return _user_fix(ctx, reviewer, findings, proposals, candidate, reply.path or "")
+        name, diff = reply.path or "", reply.diff or ""
+        return _user_fix(ctx, reviewer, findings, proposals, candidate, name, diff)
     return proposals, []
 
 
@@ -226,15 +227,11 @@ def _user_fix(
     proposals: list[Proposal],
     candidate: Path,
     name: str,
+    diff: str,
 ) -> str | tuple[list[Proposal], list[Fix]]:
-    """``apply FILE.diff``: the person's fix instead, verified like a repair against every
-    verified finding that has a test."""
-    path = Path(name).expanduser()
-    path = path if path.is_absolute() else Path.cwd() / path
-    try:
-        diff = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"apply {name}: cannot read it ({exc})"
+    """``apply FILE.diff``: the person's fix instead (``diff``, the file's text as the
+    checkpoint read it), verified like a repair against every verified finding that has a
+    test."""
     checks = [(i, t, diff) for i in findings if (t := item_test(i)) is not None]
     results = verify_fixes(reviewer, candidate, "user-fix", checks)
     failed = [

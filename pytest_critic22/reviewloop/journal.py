@@ -233,11 +233,12 @@ def _append(path: Path, header: str, text: str) -> None:
     import os
 
     from pytest_critic22.scrub import scrub
+    from pytest_critic22.statedir import open_append
 
     text = scrub(text, os.environ)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_append(path)  # no link followed inside .critic22/
     # errors="replace": a lone surrogate (from JSON) must not lose a round of the log.
-    with path.open("a", encoding="utf-8", errors="replace", newline="") as out:
+    with open(fd, "a", encoding="utf-8", errors="replace", newline="") as out:
         if out.tell() == 0:
             out.write(header + "\n")
         out.write("\n" + text.rstrip("\n") + "\n")

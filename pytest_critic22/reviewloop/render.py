@@ -15,9 +15,7 @@ raises, so a rendering failure cannot keep the loop from ending.
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -332,14 +330,14 @@ def render_file(stage: Path) -> Path | None:
     """Render ``stage/AUTO_REVIEW.md`` to ``stage/AUTO_REVIEW.html`` (atomically: a reader
     sees the old page or the new one). Any failure returns None and leaves no temporary
     file: the page is a convenience, the loop's ending must not depend on it."""
+    from pytest_critic22.statedir import read_file, write_file
+
     target = stage / AUTO_REVIEW_HTML
-    temporary = stage / f".{AUTO_REVIEW_HTML}.{os.getpid()}.tmp"
     try:
-        text = (stage / AUTO_REVIEW).read_text(encoding="utf-8", errors="replace")
-        temporary.write_text(render_html(text, "critic22 loop: Auto Review Log"), "utf-8")
-        os.replace(temporary, target)
+        text = read_file(stage / AUTO_REVIEW).decode("utf-8", errors="replace")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text's newlines
+        # Atomic (write_file leaves no temporary file), no link followed inside .critic22/.
+        write_file(target, render_html(text, "critic22 loop: Auto Review Log"))
     except Exception:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         return None
     return target

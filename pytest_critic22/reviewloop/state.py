@@ -25,6 +25,14 @@ from typing import Any, Literal
 
 from pytest_critic22.ledger import STATE_DIR, ensure_state_dir
 from pytest_critic22.reviewloop.verdict import POSITIVE_SCORE
+from pytest_critic22.statedir import (
+    StateLinkError,
+    check_known,
+    make_folder,
+    open_append,
+    read_file,
+    write_file,
+)
 
 __all__ = [
     "ACQUITTAL_LOG",
@@ -39,6 +47,7 @@ __all__ = [
     "StateError",
     "decide_start",
     "iso_z",
+    "link_problem",
     "new_run_id",
     "parse_time",
     "read_state",
@@ -52,6 +61,16 @@ STATE_FILE = "REVIEW_STATE.json"
 ACQUITTAL_LOG = "ACQUITTAL_LOG.jsonl"
 #: An in-progress state older than this is a killed or abandoned run, not one to resume.
 STALE_AFTER = timedelta(hours=24)
+#: What the loop keeps in its stage: checked for links, with the state folder's own entries.
+STAGE_FILES = (
+    STATE_FILE,
+    ACQUITTAL_LOG,
+    "AUTO_REVIEW.md",
+    "AUTO_REVIEW.html",
+    "REVIEWER_MEMORY.md",
+    "final.diff",
+    "runs",
+)
 RUN_ID = re.compile(r"run_[0-9]{8}_[0-9a-f]{8}\Z")
 _TOKEN = re.compile(r"[0-9a-f]{8}\Z")
 
@@ -167,7 +186,9 @@ def _read(path: Path) -> dict[str, Any] | None:
     if not os.path.lexists(path):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_file(path).decode("utf-8"))  # no link followed in .critic22/
+    except StateLinkError as exc:
+        raise StateError(f"critic22 loop: {exc}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise StateError(
@@ -185,22 +206,22 @@ def read_state(stage: Path) -> dict[str, Any] | None:
     return _read(stage / STATE_FILE)
 
 
+def link_problem(stage: Path) -> str | None:
+    """The first symbolic link in the state folder or the loop's ``stage`` in it, or None: a
+    link there (a repository can commit one) would have the loop write, or remove, outside
+    the repository."""
+    return check_known(stage.parent, [f"{stage.name}/{name}" for name in STAGE_FILES])
+
+
 def write_state(stage: Path, state: LoopState) -> Path:
-    """Replace the state file atomically, so a reader (or a crash) never sees half of one."""
+    """Replace the state file atomically, so a reader (or a crash) never sees half of one;
+    no link followed inside ``.critic22/`` (:class:`~pytest_critic22.statedir.StateLinkError`)."""
     if stage.parent.name == STATE_DIR:
         ensure_state_dir(stage.parent)  # .critic22/ gets its .gitignore, as the ledger's does
-    stage.mkdir(parents=True, exist_ok=True)
+    make_folder(stage)
     target = stage / STATE_FILE
-    tmp = stage / f"{STATE_FILE}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(state.to_dict(), indent=2, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    text = json.dumps(state.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    write_file(target, text, sync=True)
     _fsync_dir(stage)
     return target
 
@@ -341,11 +362,10 @@ class AcquittalLog:
                 f"verdict {receipt.verdict!r}"
             )
         line = receipt.to_json_line().encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_append(self.path, read=True)  # no link followed inside .critic22/
         try:
             _lock(fd)  # the check and the write are one step for concurrent appenders
-            data = self.path.read_bytes()
+            data = _read_all(fd)
             if any((r.run_id, r.round) == (receipt.run_id, receipt.round) for r in _parse(data)):
                 return False
             if data and not data.endswith(b"\n"):
@@ -359,7 +379,7 @@ class AcquittalLog:
 
     def receipts(self) -> list[Receipt]:
         try:
-            data = self.path.read_bytes()
+            data = read_file(self.path)
         except FileNotFoundError:
             return []
         return _parse(data)
@@ -384,6 +404,16 @@ def _parse(data: bytes) -> list[Receipt]:
         except ValueError:  # torn or foreign line (UnicodeDecodeError is a ValueError)
             continue
     return out
+
+
+def _read_all(fd: int) -> bytes:
+    """All of the file open at ``fd``, from its start (with O_APPEND, writes still go to
+    its end)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _lock(fd: int) -> None:

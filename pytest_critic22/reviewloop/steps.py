@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_critic22.reviewloop.model import DebateTurn, ItemResult
 from pytest_critic22.reviewloop.rounds import decisive_output, find, items_of, split_test
+from pytest_critic22.statedir import check, make_folder, write_file
 
 __all__ = ["Reviewer", "RunSpec"]
 
@@ -54,7 +55,7 @@ class Reviewer:
         """One plugin review of ``candidate``; its JSON report, or None (the reason noted)."""
         from pytest_critic22.api import review
 
-        self.trace_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.trace_dir)  # no link followed inside .critic22/
         report_path = self.trace_dir / f"{name}.report.json"
         result = review(
             self.spec.cwd or self.spec.repo,
@@ -70,7 +71,7 @@ class Reviewer:
             env=self.spec.env,
             die_with_parent=True,
         )
-        (self.trace_dir / f"{name}.output.txt").write_text(result.output, encoding="utf-8")
+        write_file(self.trace_dir / f"{name}.output.txt", result.output)
         if result.report is None:
             self.notes.append(
                 f"{name}: no report ({result.error or 'exit ' + str(result.exit_status)})"
@@ -79,7 +80,9 @@ class Reviewer:
         critic = result.report.get("critic") or {}
         traces = critic.get("traces")
         if isinstance(traces, str) and Path(traces).is_dir():
-            shutil.copytree(traces, self.trace_dir / f"{name}.critic", dirs_exist_ok=True)
+            copy = self.trace_dir / f"{name}.critic"
+            check(copy)  # copytree would write through a link standing there
+            shutil.copytree(traces, copy, dirs_exist_ok=True)
         return result.report
 
     def replay(
@@ -88,8 +91,7 @@ class Reviewer:
         """Execute findings the loop wrote (a revision, a fix to verify) on ``candidate``:
         a replayed critic, no preservation groups (the candidate's own review ran them)."""
         path = self.trace_dir / f"{name}.findings.json"
-        self.trace_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(list(findings), indent=2), encoding="utf-8")
+        write_file(path, json.dumps(list(findings), indent=2))
         return self.review(
             candidate, name, findings=path, extra=["--critic22-preservation=off"], engage="always"
         )
