@@ -133,7 +133,7 @@ class Ledger:
         }
         text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n"
         # Credentials never reach the ledger: the children's output, a URL in an error...
-        line = scrub(text, os.environ).encode()
+        line = scrub(text, os.environ).encode("utf-8", "backslashreplace")  # a lone surrogate
         if self.path.parent.name == STATE_DIR:
             ensure_state_dir(self.path.parent)
         # No link followed inside .critic22/ (the folders on the way, the file itself).
