@@ -343,12 +343,12 @@ def review(
     nor these arguments name or hook (hypothesis', coverage's, xdist's, anyio's) are left out
     of it, by the rule the plugin's own children follow (:mod:`pytest_critic22.childplugins`);
     a usage error then is run again whole, the result's ``command`` and ``output`` that run's
-    (the output says so first), its ``seconds`` both runs'. The report is written
-    to ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
-    returned either way). Nothing is written into ``repo`` but the plugin's own
-    ``.critic22/`` state folder. ``die_with_parent`` (Linux): the child is killed when this
-    process dies, even by SIGKILL (the review loop: a resumed loop must not race an orphan;
-    what the orphan left is pruned by the next run as a crashed run's).
+    (the output says so first), its ``seconds`` both runs'. The report is written to
+    ``report_path`` (default: a temporary file, removed afterwards; the parsed report is
+    returned either way). Nothing is written into ``repo`` but the plugin's ``.critic22/``,
+    nothing of it imported if it holds the patch (invariant 17). ``die_with_parent`` (Linux):
+    the child is killed when this process dies, even by SIGKILL (the review loop: a resumed loop
+    must not race an orphan; what the orphan left is pruned by the next run as a crashed run's).
     """
     repo = Path(repo).resolve()
     prune_orphans(_SCRATCH)  # the scratch folders of callers that are gone (a dead PID)

@@ -36,6 +36,7 @@ import pytest
 
 __all__ = [
     "MAX_DEFAULTS",
+    "UNTRUSTED_TREE",
     "CriticTuning",
     "check_ini",
     "critic_tuning",
@@ -54,6 +55,11 @@ MAX_DEFAULTS: tuple[tuple[str, int], ...] = (
 
 DEFAULT_TEMPERATURE = 0.2
 DEFAULT_RETRIES = 2
+
+#: Why this run's controller does not trust its working tree (set by the plugin's
+#: ``pytest_load_initial_conftests`` under ``--critic22-only``: no conftest.py of it was
+#: imported), e.g. "already has the patch applied"; absent when it does.
+UNTRUSTED_TREE = pytest.StashKey[str]()
 
 T = TypeVar("T")
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import atexit
 import gc
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
-from pytest_critic22.options import check_ini, warn_deprecated
+from pytest_critic22.options import UNTRUSTED_TREE, check_ini, warn_deprecated
 from pytest_critic22.optiontable import add_options
 
-__all__ = ["PLUGIN_NAME", "check_ini"]
+__all__ = ["PLUGIN_NAME", "check_ini", "guard_the_controller"]
 
 #: The name the review session is registered under: ``pluginmanager.get_plugin(PLUGIN_NAME)``.
 PLUGIN_NAME = "critic22-session"
@@ -37,6 +39,111 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before pytest imports the project's first conftest.py files: :func:`guard_the_controller`."""
+    guard_the_controller(early_config)
+
+
+def guard_the_controller(early_config: pytest.Config) -> None:
+    """The controller never imports code of a tree that holds the patch (invariant 17).
+
+    With ``--critic22`` only, before pytest imports the project's initial ``conftest.py``
+    files. When the checkout already has the patch applied (``git apply --reverse --check``
+    succeeds on its working tree or its index: the pull request checked out, a staged
+    change), a run that would collect the project's tests here, outside the sandbox,
+    stops: one usage-error line that says to review from a checkout of the base. With
+    ``--critic22-only`` nothing of the project runs in this process, so the review goes on
+    without importing any ``conftest.py`` (as ``--noconftest``) and with the tree's folders
+    off ``sys.path`` (a module the patch adds at its root cannot stand in for a library the
+    review imports later); it does the same when the patch does not apply to the working
+    tree (another candidate of a change the tree holds: the review loop's later rounds).
+    The review's summary says so. What pytest imported before this hook — ``-p NAME`` in
+    the configuration, installed entry points, ``.pth`` files — is out of its reach: that
+    is why the CI recipe checks the base out before it installs anything.
+
+    A patch that cannot be read, or a folder outside git, is left to the usual one-line
+    errors at configure.
+    """
+    namespace = early_config.known_args_namespace
+    value = getattr(namespace, "critic22_patch", None)
+    if not value or getattr(namespace, "help", False):
+        return
+    from pytest_critic22.gitio import toplevel
+    from pytest_critic22.inputs import InputError, read_patch
+
+    where = early_config.invocation_params.dir
+    try:
+        path, text = read_patch(value, where)
+    except InputError:
+        return
+    repo = toplevel(early_config.rootpath) or toplevel(where)
+    if repo is None:
+        return
+    only = bool(getattr(namespace, "critic22_only", False))
+    held = _held(repo, text)
+    if held and not only:
+        base = str(getattr(namespace, "critic22_base", None) or "HEAD")
+        rev = base if base != "HEAD" or held == "working tree" else "<base>"
+        raise pytest.UsageError(
+            f"--critic22: the checkout already has {path.name} applied: this pytest would "
+            "import its conftest.py files and run its tests in this process, outside the "
+            f"sandbox. Review it from a checkout of the base instead (git worktree add ../base "
+            f"{rev}, then pytest there), as the CI recipe examples/github-actions.yml does, "
+            "or add --critic22-only to review without importing them"
+        )
+    if held:
+        why = "already has the patch applied"
+    elif only and not _applies(repo, text):
+        why = "is not what the patch applies to (the patch does not apply to it)"
+    else:
+        return
+    namespace.noconftest = True  # what pytest reads to load the initial conftest.py files
+    early_config.option.noconftest = True  # and kept through the full parse of the options
+    early_config.stash[UNTRUSTED_TREE] = why
+    _off_sys_path(early_config, repo)
+
+
+def _applies(repo: Path, patch: str, *flags: str) -> bool:
+    """``git apply --check`` of the patch in the repository's working tree: git alone reads
+    the files, nothing of the tree runs."""
+    from pytest_critic22.gitio import git
+
+    done = git(["apply", "--check", *flags, "-"], repo, input=patch, check=False, timeout=30)
+    return done.returncode == 0
+
+
+def _held(repo: Path, patch: str) -> str:
+    """Where the checkout already has the patch applied: "working tree" (and not the index:
+    the change is not committed), "index" (committed or staged), or "" (nowhere)."""
+    if _applies(repo, patch, "--reverse", "--recount", "--cached"):
+        return "index"
+    return "working tree" if _applies(repo, patch, "--reverse", "--recount") else ""
+
+
+def _off_sys_path(config: pytest.Config, repo: Path) -> None:
+    """Take the repository's folders off ``sys.path`` (``python -m pytest``'s current folder,
+    the ini ``pythonpath``, an editable install's): an interpreter installed inside it stays.
+    They are put back when pytest unconfigures, for a caller that runs pytest in-process."""
+    kept = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
+    top = repo.resolve()
+
+    def in_tree(entry: str) -> bool:
+        folder = Path(entry or os.getcwd()).resolve()
+        inside = folder == top or top in folder.parents
+        return inside and not any(folder == k or k in folder.parents for k in kept)
+
+    removed = [(index, entry) for index, entry in enumerate(sys.path) if in_tree(entry)]
+    sys.path[:] = [entry for entry in sys.path if not in_tree(entry)]
+
+    def put_back() -> None:
+        for index, entry in removed:
+            if entry not in sys.path:
+                sys.path.insert(index, entry)
+
+    config.add_cleanup(put_back)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -63,10 +63,13 @@ class ReviewOptions:
     reviewer_memory: str | None = None  # a file (critic22 loop)
     full_source: bool = False
     scar: str | None = None  # a file (critic22 loop)
+    # Why the controller did not trust the working tree (no conftest.py of it imported):
+    # "already has the patch applied", ...; empty when it did (options.UNTRUSTED_TREE).
+    untrusted_tree: str = ""
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ReviewOptions:
-        from pytest_critic22.options import check_ini, critic_tuning
+        from pytest_critic22.options import UNTRUSTED_TREE, check_ini, critic_tuning
 
         limits = check_ini(config)
         option = config.getoption
@@ -106,6 +109,7 @@ class ReviewOptions:
             reviewer_memory=option("critic22_reviewer_memory"),
             full_source=option("critic22_full_source"),
             scar=option("critic22_scar"),
+            untrusted_tree=config.stash.get(UNTRUSTED_TREE, ""),
         )
 
     def critic_settings(self) -> CriticSettings:

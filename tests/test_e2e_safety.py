@@ -265,11 +265,22 @@ def test_an_unknown_base_is_a_usage_error(pytester: pytest.Pytester) -> None:
 
 
 def test_a_checkout_with_the_patch_applied_is_noticed(pytester: pytest.Pytester) -> None:
+    """Invariant 17 (tests/test_controller_trust.py has the rest): a run that would import
+    the checkout's conftest.py and run its tests here stops; --critic22-only reviews it."""
     repo = make_sample(pytester, "textstats")
     git(["apply", str(DROPS / "patch.diff")], repo)
     before = repo_state(repo)
     result = pytester.runpytest(f"--critic22={DROPS / 'patch.diff'}", "-p", "no:randomly")
-    result.stdout.fnmatch_lines(["the working tree already has the patch applied; reviewing it*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --critic22: the checkout already has patch.diff applied*"])
+    assert repo_state(repo) == before
+    assert not os.path.exists(repo / ".critic22" / "ledger.jsonl")
+    result = pytester.runpytest(
+        f"--critic22={DROPS / 'patch.diff'}", "--critic22-only", "--critic22-engage=never"
+    )
+    result.stdout.fnmatch_lines(
+        ["the working tree already has the patch applied: nothing of it was imported *"]
+    )
     assert repo_state(repo) == before
     assert os.path.exists(repo / ".critic22" / "ledger.jsonl")
 

@@ -6,7 +6,10 @@ deterministic preservation gate rejects it with no model at all.
 * ``github-actions.yml`` is parsed with PyYAML (installed with libcst, a dependency of the
   plugin: nothing added). Its ``run:`` steps are executed with ``bash -e``, as the runner does,
   minus the ``pip install`` lines (the package is installed here); the ``uses:`` steps are not
-  run but checked for their shape, and actions/checkout is simulated.
+  run but checked for their shape, and actions/checkout is simulated. The pull request also
+  adds files that leave a mark when the reviewing process imports them (a root
+  ``conftest.py``, a ``unidiff.py``: ``tests/test_controller_trust.py``): the recipe checks
+  its base out before any Python runs, so none is left.
 * ``pre-commit`` is run with ``sh`` on a staged change, then on an empty one.
 """
 
@@ -22,8 +25,9 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
-from pytest_critic22.gitio import commit_all, git
+from pytest_critic22.gitio import commit_all, git, head_commit
 from pytest_critic22.samples import case_dir, materialize
+from tests.test_controller_trust import CONTROLLER, hostile_files, marks
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "github-actions.yml"
@@ -82,6 +86,30 @@ def the_step(workflow: dict[str, Any], uses: str) -> dict[str, Any]:
     return step
 
 
+def test_the_workflow_runs_no_python_in_a_checkout_of_the_pull_request() -> None:
+    """Invariant 17 in the recipe: the merge base is checked out before anything is installed
+    or run with Python (``python -m`` puts the current folder first on ``sys.path``; the
+    install runs the project's build; pytest imports its conftest.py), and the pull request
+    only comes back once Python is done, for code scanning."""
+    steps = steps_of(yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")))
+    names = [step.get("name") or step["uses"] for step in steps]
+    runs = [
+        "\n".join(ln.split("#")[0] for ln in step.get("run", "").splitlines()) for step in steps
+    ]
+    (base_at,) = [i for i, run in enumerate(runs) if 'git checkout --quiet --detach "$base"' in run]
+    (back_at,) = [
+        i for i, run in enumerate(runs) if 'git checkout --quiet --detach "$GITHUB_SHA"' in run
+    ]
+    python = [i for i, run in enumerate(runs) if "python" in run or "pip" in run]
+    assert python and min(python) > base_at and max(python) < back_at, names
+    for step in steps[:base_at]:
+        assert step.get("uses", "").startswith(("actions/checkout@", "actions/setup-python@"))
+    assert 'git diff --no-color --no-ext-diff "$base" HEAD' in runs[base_at]
+    assert steps[back_at]["if"] == "always()"
+    review = next(run for run in runs if "--critic22=" in run)
+    assert "--critic22-only" in review and "--critic22-base" not in review  # HEAD is the base
+
+
 @pytest.mark.e2e
 def test_the_github_actions_workflow_rejects_the_sample_patch(
     tmp_path: Path, child_env: dict[str, str]
@@ -98,41 +126,65 @@ def test_the_github_actions_workflow_rejects_the_sample_patch(
     assert artifact["if"] == "always()"
     assert artifact["with"]["path"].split() == ["critic22.json", "critic22.html"]
 
-    # The pull request: a branch that commits the sample's patch. actions/checkout with
-    # fetch-depth 0 is simulated: an origin (the repository itself) fetched whole, and HEAD
-    # detached at the pull request merged into its base, as refs/pull/N/merge is.
+    # The pull request: a branch that commits the sample's patch, and files that mark the
+    # reviewing process if it imports them. actions/checkout with fetch-depth 0 is
+    # simulated: an origin (the repository itself) fetched whole, and HEAD detached at the
+    # pull request merged into its base, as refs/pull/N/merge is (GITHUB_SHA).
     repo = sample_repo(tmp_path)
+    marker = tmp_path / "MARKER"
     git(["checkout", "-q", "-b", "feature"], repo)
     git(["apply", str(PATCH)], repo)
+    for name, text in hostile_files(marker).items():
+        (repo / name).write_text(text, encoding="utf-8")
     commit_all(repo, "median for even-length input")
     git(["remote", "add", "origin", str(repo)], repo)
     git(["fetch", "-q", "origin"], repo)
     git(["checkout", "-q", "--detach", BASE_REF], repo)
+    base = head_commit(repo)
     git(["merge", "-q", "--no-ff", "-m", "Merge feature into main", "feature"], repo)
+    merged = head_commit(repo)
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    env = {**child_env, "RUNNER_TEMP": str(runner_temp), "GITHUB_SHA": merged, CONTROLLER: "1"}
 
     statuses = {}
     review_output = ""
+    heads = {}
     for name, script in shell_steps(workflow):
         done = subprocess.run(
             ["bash", "-e", "-c", script],
             cwd=repo,
-            env=child_env,
+            env=env,
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
             check=False,
         )
         statuses[name] = done.returncode
+        heads[name] = head_commit(repo)
         if "--critic22=" in script:
             review_output = done.stdout + done.stderr
         else:
             assert done.returncode == 0, f"step {name!r}:\n{done.stdout}{done.stderr}"
-    assert list(statuses) == ["Install", "Diff against the base branch", "Review"]
+    assert list(statuses) == [
+        "Save the pull request as a patch and check out its base",
+        "Install",
+        "Review",
+        "Check the pull request out again",
+    ]
     assert statuses["Review"] == 1, review_output
+    # Nothing of the pull request was imported by a process the recipe started (its tests
+    # did run, sandboxed, on the patched tree: the preservation gate below).
+    assert marks(marker) == "", review_output
+    # Installed and reviewed from the base; the pull request checked out again for the upload.
+    assert heads["Install"] == heads["Review"] == base
+    assert heads["Check the pull request out again"] == merged
+    assert "the working tree " not in review_output  # the base: trusted, nothing to say
 
-    patch = (repo / "patch.diff").read_text(encoding="utf-8")
+    patch = (runner_temp / "patch.diff").read_text(encoding="utf-8")
     assert "+def test_median_even():" in patch
     assert '-        raise ValueError("mean of empty data")' in patch
+    assert "+++ b/conftest.py" in patch  # the review saw the whole pull request
     assert (repo / "critic22.json").is_file(), review_output
     report = json.loads((repo / "critic22.json").read_text(encoding="utf-8"))
     assert report["disposition"]["verdict"] == "reject", review_output
