@@ -353,7 +353,9 @@ def _git_metadata(checkouts: Sequence[Path]) -> list[str]:
 
 
 def _python_paths() -> list[Path]:
-    """What a child's Python needs: the interpreter's prefixes and this plugin's package."""
+    """What a child's Python needs: the interpreter's prefixes, the site folders on the
+    import path (``site-packages``, ``dist-packages``, wherever a ``.pth`` put them) and this
+    plugin's package."""
     candidates = [
         sys.prefix,
         sys.base_prefix,
@@ -361,8 +363,12 @@ def _python_paths() -> list[Path]:
         os.path.dirname(os.path.realpath(sys.executable)),
         os.path.dirname(sys.executable),
         str(Path(__file__).resolve().parent),
+        *[p for p in sys.path if p and _SITE.intersection(Path(p).parts)],
     ]
     return [Path(os.path.realpath(raw)) for raw in candidates]
+
+
+_SITE = frozenset({"site-packages", "dist-packages"})
 
 
 def _controller_home() -> Path | None:

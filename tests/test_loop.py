@@ -90,6 +90,7 @@ def test_round_one_repair_then_acquittal(tmp_path: Path) -> None:
     assert [f.status for f in one.fixes] == ["applied"]
     assert {i.id: i.status for i in two.items} == {
         "S1": "refuted",  # scar tissue: round 1's test, re-run, passes
+        "preserve[collection]": "refuted",
         "preserve[tests/test_stats.py]": "refuted",
     }
     assert two.memory_update.startswith("Round 2: the empty-input guard")

@@ -49,7 +49,7 @@ def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -
         json.dumps({"specification": "y is 3", "generator_rationale": "trust me"})
     )
     result = project.runpytest("--critic22=p.diff", "--critic22-request=req.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)  # the project's test and preserve[collection]
     result.stdout.fnmatch_lines(
         [
             "*= critic22 =*",
@@ -70,6 +70,7 @@ def test_a_review_prints_edits_and_what_was_stripped(project: pytest.Pytester) -
         "impact",
         "critic",
         "findings-parsed",
+        "preservation-run",  # preserve[collection]
         "disposition",
         "run-end",
     ]
@@ -120,7 +121,7 @@ def test_bad_input_is_one_clear_usage_error(
 
 def test_the_ledger_option_moves_the_ledger(project: pytest.Pytester, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "l.jsonl"
-    project.runpytest("--critic22=p.diff", f"--critic22-ledger={target}").assert_outcomes(passed=1)
+    project.runpytest("--critic22=p.diff", f"--critic22-ledger={target}").assert_outcomes(passed=2)
     assert read_events(target)[0]["event"] == "run-start"
 
 

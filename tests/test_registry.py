@@ -47,6 +47,7 @@ def test_the_router_and_the_prompt_come_from_the_registry() -> None:
         "trace",
         "property",
         "preservation",
+        "collection",
         "scar",
     ]
     assert [k.name for k in registry.offered()] == [
