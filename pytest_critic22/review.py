@@ -30,12 +30,12 @@ from pytest_critic22.kinds.base import COLLECTION, Procedure, Scope
 from pytest_critic22.ledger import Ledger
 from pytest_critic22.nodeids import check_nodeid, looks_like_nodeid
 from pytest_critic22.packet import ReviewPacket, StripReport, build_packet
+from pytest_critic22.sandbox import RLIMITS_LIMITS, Sandbox
 from pytest_critic22.services import Services
 from pytest_critic22.settings import ReviewOptions
 
 if TYPE_CHECKING:
     from pytest_critic22.kinds import KindRegistry
-    from pytest_critic22.sandbox import Sandbox
 
 __all__ = [
     "Inputs",
@@ -272,6 +272,8 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
 
     review = Review(inputs.patch_path, inputs.patch, inputs.packet, inputs.stripped, base)
     notes: list[str] = [svc.sandbox.note] if svc.sandbox.note else []
+    if not svc.sandbox.isolated:
+        notes.append(RLIMITS_LIMITS)
     stale = prune_stale(svc.repo, keep=svc.ledger.run_id)
     prune_orphans()  # folders a killed run left for a repository deleted since
     if stale:

@@ -39,6 +39,7 @@ __all__ = [
     "MODES",
     "OLD_BWRAP_WARNING",
     "PROBE_PREFIX",
+    "RLIMITS_LIMITS",
     "Sandbox",
     "SandboxError",
     "bwrap_argv",
@@ -53,6 +54,10 @@ __all__ = [
 SandboxMode = Literal["bwrap", "rlimits"]
 MODES = ("auto", "bwrap", "rlimits")
 FALLBACK_WARNING = "sandbox: rlimits only — install bubblewrap for isolation"
+RLIMITS_LIMITS = (
+    "sandbox: under rlimits the patch and the critic's tests run with your permissions: they "
+    "can read your checkout, write the gate's own trees and other runs' results"
+)
 OLD_BWRAP_WARNING = (
     "sandbox: bubblewrap before 0.8 cannot forbid user namespaces inside (a root child could "
     "leave a cgroup on the host), and the critic's tests get no fork-server — upgrade it"

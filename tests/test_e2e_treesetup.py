@@ -129,7 +129,7 @@ def test_critic22_copy_brings_the_generated_file_into_the_trees_and_the_defect_i
         pytester, "versioned", "off-by-one", "-o", "critic22_copy=src/*/_version.py"
     )
 
-    result.assert_outcomes(passed=5, failed=1)  # 4 own tests + preservation; F1
+    result.assert_outcomes(passed=6, failed=1)  # 4 own tests + preservation + collection; F1
     assert result.ret == 1
     disposition = document["disposition"]
     assert disposition["verdict"] == "reject"
@@ -142,7 +142,8 @@ def test_critic22_copy_brings_the_generated_file_into_the_trees_and_the_defect_i
     }
     assert f1["counterfactual"] == "without-e1"
     assert [(p["group"], p["outcome"]) for p in document["preservation"]] == [
-        ("tests/test_core.py", "refuted")
+        ("collection", "refuted"),
+        ("tests/test_core.py", "refuted"),
     ]
     result.stdout.fnmatch_lines(["verdict: REJECT *", "FAILED patch.diff::F1[[]e1[]] *"])
     assert repo_state(repo) == before
@@ -158,13 +159,14 @@ def test_critic22_tree_setup_writes_the_generated_file_in_each_tree_and_the_defe
         pytester, "versioned", "off-by-one", "-o", f"critic22_tree_setup={command}"
     )
 
-    result.assert_outcomes(passed=5, failed=1)
+    result.assert_outcomes(passed=6, failed=1)
     assert result.ret == 1
     assert document["disposition"]["verdict"] == "reject"
     assert document["disposition"]["problems"] == []
     assert statuses(document) == {"F1": "verified"}
     assert [(p["group"], p["outcome"]) for p in document["preservation"]] == [
-        ("tests/test_core.py", "refuted")
+        ("collection", "refuted"),
+        ("tests/test_core.py", "refuted"),
     ]
     assert repo_state(repo) == before
 
@@ -240,7 +242,8 @@ def test_a_correct_repair_is_verified_despite_a_pre_existing_fixture_error(
     assert f2["logs"]["obligations_broken"] == ["tests.test_words::test_count_words"]
 
     # The benchmark test reaches count_words, so it is discovered; it errors on the base too.
-    (group,) = document["preservation"]
+    collection, group = document["preservation"]
+    assert collection["group"] == "collection" and collection["outcome"] == "refuted"
     assert group["group"] == "tests/test_words.py"
     assert SPEED_TEST in group["tests"]
     assert "tests/test_words.py::test_count_words" in group["tests"]

@@ -119,7 +119,8 @@ def check_the_plugin_kind_and_check_ran(
         "F3": ("mentions", "refuted"),
     }, result.stdout.str()
     assert document["disposition"]["verdict"] == "reject"
-    result.assert_outcomes(failed=2, passed=2)  # and the preservation group of test_core.py
+    # and the preservation group of test_core.py, and the collection check
+    result.assert_outcomes(failed=2, passed=3)
     parses = (_outside(pytester, "parses.log")).read_text().splitlines()
     assert len(parses) == 1 and parses[0].split()[1] == "controller", parses
 

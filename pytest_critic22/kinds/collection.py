@@ -163,7 +163,6 @@ def _collect(ctx: ExecutionContext, tree: Path) -> tuple[RunResult, list[Case]]:
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,
             scratch=ctx.scratch,
-            trim_plugins=False,
         )
 
 
