@@ -57,8 +57,9 @@ KIND = CollectionKind()
 
 
 def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
-    """Collect on the base, then on the patched tree(s); a module that only the patch
-    breaks is a verified regression."""
+    """Collect on the patched tree(s), then, when something there does not collect, on the
+    base: a module that only the patch breaks is a verified regression. A patched tree
+    where everything collects needs no base run (there is nothing to tell apart)."""
     logs: dict[str, Any] = {"procedure": COLLECTION}
     try:
         base = ctx.trees.get(Variant.base())
@@ -68,15 +69,6 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
         return FindingResult(group_id, outcome, "base", logs)
     found = parse_regressions(ctx, base, patched)
     logs["unparsable"] = found
-    ctx.say("collection on the base")
-    on_base, base_cases = _collect(ctx, base)
-    logs["collect"] = collected = {"base": on_base.to_dict()}
-    if not _started(on_base):
-        if found:
-            return _verified(group_id, found, [], logs)
-        reason = f"pytest cannot collect the base tree: {on_base.reason}"
-        return FindingResult(group_id, Outcome("inconclusive", reason), "base", logs)
-    broken_on_base = _errors(base_cases, base)
     trees = [("patched", patched)]
     if ctx.harness:
         from pytest_critic22.harness import HARNESS_TREE, without_harness
@@ -86,25 +78,46 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
             trees.append(("patched source under the base's harness", ctx.trees.get(variant)))
         except TreeError as exc:
             logs["base_harness_error"] = str(exc)
-    regressions: list[str] = []
+    logs["collect"] = collected = {}
+    broken: dict[str, dict[str, str]] = {}  # tree label -> module -> error; "" = cannot start
     for label, tree in trees:
         ctx.say(f"collection on the {label} tree")
         run, cases = _collect(ctx, tree)
         collected[label] = run.to_dict()
-        if not _started(run):
-            line = first_error_line(run.output, tree) or run.reason
-            regressions.append(f"pytest cannot collect the {label} tree: {line}")
-            continue
-        for module, error in _errors(cases, tree).items():
-            if module not in broken_on_base and f"{module}: {error}" not in regressions:
+        if _started(run):
+            broken[label] = _errors(cases, tree)
+        else:
+            broken[label] = {"": first_error_line(run.output, tree) or run.reason}
+    if not any(broken.values()):
+        if found:
+            return _verified(group_id, found, [], logs)
+        outcome = Outcome("refuted", "every test module collects on the patched tree")
+        return FindingResult(group_id, outcome, "base", logs)
+    ctx.say("collection on the base")
+    on_base, base_cases = _collect(ctx, base)
+    collected["base"] = on_base.to_dict()
+    if not _started(on_base):
+        if found:
+            return _verified(group_id, found, [], logs)
+        reason = f"pytest cannot collect the base tree either: {on_base.reason}"
+        return FindingResult(group_id, Outcome("inconclusive", reason), "base", logs)
+    broken_on_base = _errors(base_cases, base)
+    regressions: list[str] = []
+    for label, modules in broken.items():
+        for module, error in modules.items():
+            if not module:
+                regressions.append(f"pytest cannot collect the {label} tree: {error}")
+            elif module not in broken_on_base and f"{module}: {error}" not in regressions:
                 regressions.append(f"{module}: {error}")
     logs["pre_existing"] = sorted(broken_on_base)
     if found or regressions:
         return _verified(group_id, found, regressions, logs)
-    note = ""
-    if broken_on_base:
-        note = f"; failing on the base too (pre-existing): {', '.join(sorted(broken_on_base))}"
-    outcome = Outcome("refuted", f"what collects on the base collects on the patched tree{note}")
+    pre = ", ".join(sorted(broken_on_base))
+    outcome = Outcome(
+        "refuted",
+        f"what collects on the base collects on patched; failing on "
+        f"the base too (pre-existing): {pre}",
+    )
     return FindingResult(group_id, outcome, "base", logs)
 
 
