@@ -313,7 +313,7 @@ def test_hypothesis_missing_in_the_tree_is_inconclusive(propkit: Any) -> None:
     from pytest_critic22.trees import Variant, write_in_tree
 
     ctx = propkit("hidden-change")
-    patched = ctx.trees.get(Variant.patched(ctx.patch))
+    patched = ctx.trees.get(Variant.patched(ctx.patch).for_critic())  # where property runs
     write_in_tree(patched, "hypothesis.py", "raise ImportError('no hypothesis here')\n")
     result = _run(ctx, "hidden-change", 1)
     assert result.outcome.kind == "inconclusive" and result.outcome.environment

@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.kinds.base import COLLECTION, NotExecutable, Procedure, Scope
+from pytest_critic22.nodeids import GENERATED_PREFIX
 from pytest_critic22.procedures import ExecutionContext, FindingResult, read_source
 from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome
@@ -171,7 +172,8 @@ def _collect(ctx: ExecutionContext, tree: Path) -> tuple[RunResult, list[Case]]:
         return run_cases(
             tree,
             [],
-            extra_args=["--collect-only", "-q"],
+            # The gate's own generated modules are not the project's.
+            extra_args=["--collect-only", "-q", f"--ignore-glob=*/{GENERATED_PREFIX}*"],
             timeout=ctx.timeout,
             pythonpath=detect_pythonpath(tree, ctx.pythonpath),
             sandbox=ctx.sandbox,

@@ -109,8 +109,9 @@ def execute(
     logs.update(target=spec.target, relation=spec.relation_text, given=dict(spec.given))
     logs["max_examples"] = max_examples
     try:
-        trees = {"patched": ctx.trees.get(Variant.patched(ctx.patch))}
-        trees[variant.name] = ctx.trees.get(variant)
+        # Inputs the critic chose run the project's code: in views of their own, as its tests.
+        trees = {"patched": ctx.trees.get(Variant.patched(ctx.patch).for_critic())}
+        trees[variant.name] = ctx.trees.get(variant.for_critic())
     except TreeError as exc:
         return result("inconclusive", str(exc), True)
     script = search_script(spec.target, spec.relation, spec.inverse, spec.given, max_examples)
