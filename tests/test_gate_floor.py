@@ -209,6 +209,24 @@ def test_a_configuration_that_breaks_collection_rejects(pytester: pytest.Pyteste
 
 
 @pytest.mark.e2e
+def test_a_configuration_under_which_nothing_collects_rejects(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path)
+    patch = patch_of(
+        repo,
+        {
+            "pytest.ini": "[pytest]\npython_files = nothing_*.py\n",
+            "toolz/itertoolz.py": PACKAGE["toolz/itertoolz.py"].replace(GUARD, ""),
+        },
+    )
+    result, document = review(pytester, patch)
+    assert result.ret == 1
+    assert document["harness_changed"] == ["pytest.ini"]
+    collection = preservation(document)["collection"]
+    assert collection["status"] == "verified"
+    assert "pytest collects no test there (exit 5)" in collection["reason"]
+
+
+@pytest.mark.e2e
 def test_a_conftest_that_marks_every_report_passed_does_not_proceed(
     pytester: pytest.Pytester,
 ) -> None:

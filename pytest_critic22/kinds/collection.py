@@ -85,7 +85,9 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
         ctx.say(f"collection on the {label} tree")
         run, cases = _collect(ctx, tree)
         collected[label] = run.to_dict()
-        if _started(run):
+        if run.exit_code == 5:  # nothing collected: a regression where the base collects
+            broken[label] = {"": "pytest collects no test there (exit 5)"}
+        elif _started(run):
             broken[label] = _errors(cases, tree)
         else:
             broken[label] = {"": first_error_line(run.output, tree) or run.reason}
@@ -97,7 +99,10 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
     ctx.say("collection on the base")
     on_base, base_cases = _collect(ctx, base)
     collected["base"] = on_base.to_dict()
-    if not _started(on_base):
+    if on_base.exit_code == 5 and not found:  # no test on the base: nothing to preserve
+        outcome = Outcome("refuted", "no test module collects on the base either")
+        return FindingResult(group_id, outcome, "base", logs)
+    if not _started(on_base) or on_base.exit_code == 5:
         if found:
             return _verified(group_id, found, [], logs)
         reason = f"pytest cannot collect the base tree either: {on_base.reason}"
