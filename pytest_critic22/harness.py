@@ -34,10 +34,11 @@ def harness_files(patch: ParsedPatch, read: Callable[[str, str], str | None]) ->
     """The patch's files that change the test harness, in patch order.
 
     ``read(tree, path)`` gives a file's text on ``"base"`` or ``"patched"`` (None: absent).
-    A ``conftest.py`` anywhere, ``pytest.ini``, and the pytest parts of ``pyproject.toml``,
-    ``setup.cfg`` and ``tox.ini`` (their pytest tables and ``pytest11`` entry points), a
-    ``setup.py`` whose changed lines name ``pytest11``, and the module a ``pytest11`` entry
-    point of the base names.
+    A ``conftest.py`` anywhere, ``pytest.ini`` and the pytest parts of ``pyproject.toml``,
+    ``setup.cfg`` and ``tox.ini`` at any depth (their pytest tables and ``pytest11`` entry
+    points), a ``setup.py`` whose changed lines name ``pytest11``, the module a ``pytest11``
+    entry point of the base names, and a module at the root (or ``src/``) that would shadow
+    the harness itself (``pytest.py``, ``_pytest/``, ``pluggy/``, ``sitecustomize.py``, …).
     """
     paths = list(dict.fromkeys(p for e in patch.edits for p in (e.old_path, e.new_path) if p))
     plugins = _plugin_modules(read("base", "pyproject.toml") or "")
@@ -45,19 +46,19 @@ def harness_files(patch: ParsedPatch, read: Callable[[str, str], str | None]) ->
     for path in paths:
         name = PurePosixPath(path).name
         changed: bool
-        if name == "conftest.py" or path in plugins:
+        if name == "conftest.py" or path in plugins or _shadows_the_harness(path):
             changed = True
-        elif path in _INI_SECTIONS:
-            changed = _ini_part(read("base", path), _INI_SECTIONS[path]) != _ini_part(
-                read("patched", path), _INI_SECTIONS[path]
+        elif name in _INI_SECTIONS:  # at any depth: pytest takes the nearest to its arguments
+            changed = _ini_part(read("base", path), _INI_SECTIONS[name]) != _ini_part(
+                read("patched", path), _INI_SECTIONS[name]
             )
-        elif path == "setup.cfg":
+        elif name == "setup.cfg":
             changed = _ini_part(read("base", path), _SETUP_CFG_SECTIONS) != _ini_part(
                 read("patched", path), _SETUP_CFG_SECTIONS
             )
-        elif path == "pyproject.toml":
+        elif name == "pyproject.toml":
             changed = _toml_part(read("base", path)) != _toml_part(read("patched", path))
-        elif path == "setup.py":
+        elif name == "setup.py":
             changed = any(
                 "pytest11" in line
                 for e in patch.edits
@@ -82,6 +83,23 @@ def harness_changed(patch: ParsedPatch, trees: TreeSet) -> tuple[str, ...]:
     except TreeError:
         return ()
     return harness_files(patch, lambda tree, path: read_source(made[tree], path))
+
+
+# Modules that, first on the import path (a tree's root or src/), would be imported in
+# place of the test harness itself: ``python -m pytest`` would run the patch's pytest.
+_HARNESS_MODULES = frozenset(
+    {"pytest", "_pytest", "pluggy", "py", "sitecustomize", "usercustomize", "xdist", "iniconfig"}
+)
+
+
+def _shadows_the_harness(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    if parts[:1] == ("src",):
+        parts = parts[1:]
+    if not parts:
+        return False
+    top = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
+    return top in _HARNESS_MODULES or (len(parts) == 1 and parts[0].endswith(".pth"))
 
 
 def without_harness(patch: ParsedPatch, files: tuple[str, ...]) -> str:

@@ -157,6 +157,26 @@ def test_harness_files_are_conftests_and_the_pytest_parts_of_configuration() -> 
     assert [e.path for e in kept.edits] == ["pyproject.toml", "pkg/mod.py"]
 
 
+def test_ini_files_at_any_depth_and_modules_that_shadow_pytest_are_harness() -> None:
+    texts = {
+        "base": {"tests/pytest.ini": None},
+        "patched": {"tests/pytest.ini": "[pytest]\naddopts = --collect-only\n"},
+    }
+    patch = parse_patch(
+        _patch(
+            {
+                "tests/pytest.ini": ("a", "b"),
+                "pytest.py": ("a", "b"),
+                "src/_pytest/runner.py": ("a", "b"),
+                "pkg/pytest_helpers.py": ("a", "b"),
+                "pkg/sub/pytest.py": ("a", "b"),
+            }
+        )
+    )
+    found = harness_files(patch, lambda tree, path: texts[tree].get(path))
+    assert found == ("tests/pytest.ini", "pytest.py", "src/_pytest/runner.py")
+
+
 # -- end to end: no critic --------------------------------------------------------------------
 
 
