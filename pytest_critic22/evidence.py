@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_critic22.childfiles import read_tree_file
-from pytest_critic22.codefacts import FileFacts, facts_digest, facts_from_dict, facts_to_dict
+from pytest_critic22.codefacts import (
+    FileFacts,
+    facts_digest,
+    facts_from_dict,
+    facts_to_dict,
+    is_test_path,
+)
 from pytest_critic22.codescan import scan_file
 from pytest_critic22.context import (
     Block,
@@ -35,7 +41,13 @@ from pytest_critic22.context import (
 from pytest_critic22.coverage_evidence import changed_line_coverage
 from pytest_critic22.diffparse import ParsedPatch
 from pytest_critic22.gitio import git
-from pytest_critic22.impact import SymbolImpact, blast_radius, callees, edit_impact
+from pytest_critic22.impact import (
+    SymbolImpact,
+    blast_radius,
+    callees,
+    edit_impact,
+    module_tests,
+)
 from pytest_critic22.nodeids import GENERATED_PREFIX
 from pytest_critic22.statedir import read_file, write_file
 
@@ -128,15 +140,21 @@ def gather_impact(
             "module": known.module if known is not None else "",
             "symbols": [s.to_dict() for s in found],
         }
-    # Preservation tests are tests that exist on the base and reach a touched symbol there.
+    # Preservation tests are tests that exist on the base and reach a touched symbol there;
+    # an edit that touches no function or class reaches the tests that import its module.
     preservation: list[str] = []
-    for items in symbols.values():
-        for symbol in items:
-            for test in symbol.tests:
-                test_path = test.split("::", 1)[0]
-                on_base = test_path in base_graph and _defined(base_graph[test_path], test)
-                if on_base and test not in preservation:
-                    preservation.append(test)
+    reached = [
+        [test for symbol in found for test in symbol.tests]
+        if found or is_test_path(edits[edit_id]["file"]) or not edits[edit_id]["module"]
+        else module_tests(edits[edit_id]["module"], base_graph)
+        for edit_id, found in symbols.items()
+    ]
+    for tests in reached:
+        for test in tests:
+            test_path = test.split("::", 1)[0]
+            on_base = test_path in base_graph and _defined(base_graph[test_path], test)
+            if on_base and test not in preservation:
+                preservation.append(test)
     radius = blast_radius(symbols, files=len(patch.files), edited=[e.path for e in patch.edits])
     unparsed = tuple(sorted(p for p, f in patched_graph.items() if f.parse_error))
     evidence: dict[str, Any] = {

@@ -53,6 +53,7 @@ __all__ = [
     "facts_to_dict",
     "is_test_path",
     "module_name",
+    "module_tests",
     "scan_file",
     "statement_lines",
 ]
@@ -337,6 +338,26 @@ def _canonical(target: str, exports: Mapping[str, str]) -> str:
         else:
             return target
     return target
+
+
+def module_tests(module: str, graph: Mapping[str, FileFacts]) -> list[str]:
+    """Every test of the test modules that import ``module`` (or a name in it, through
+    re-exports): what a module-level edit reaches, where no function or class is touched (a
+    constant, an import, code that runs at import)."""
+    exports = _exports(graph)
+    tests: list[str] = []
+    for path in sorted(graph):
+        facts = graph[path]
+        if not is_test_path(path) or path.rsplit("/", 1)[-1] == "conftest.py":
+            continue
+        targets = (_canonical(ref.target, exports) for ref in facts.references)
+        if not any(t == module or t.startswith(module + ".") for t in targets):
+            continue
+        for definition in facts.definitions:
+            test = _test_nodeid(path, definition.qualname)
+            if test and test.count("::") == definition.qualname.count(".") + 1:
+                tests.append(test)
+    return list(dict.fromkeys(tests))
 
 
 def _test_nodeid(path: str, scope: str) -> str | None:

@@ -177,6 +177,37 @@ def test_ini_files_at_any_depth_and_modules_that_shadow_pytest_are_harness() -> 
     assert found == ("tests/pytest.ini", "pytest.py", "src/_pytest/runner.py")
 
 
+def test_a_module_level_edit_reaches_the_tests_that_import_its_module(tmp_path: Path) -> None:
+    from pytest_critic22.evidence import gather_impact
+
+    files = {
+        "toolz/__init__.py": "from .itertoolz import partition_all\n",
+        "toolz/itertoolz.py": "MINIMUM = 1\n\ndef partition_all(n, seq):\n"
+        "    if n < MINIMUM:\n        raise ValueError(n)\n    return seq\n",
+        "tests/test_itertoolz.py": "from toolz import partition_all\n\n"
+        "def test_zero():\n    partition_all(0, [])\n\n"
+        "class TestMore:\n    def test_one(self):\n        partition_all(1, [])\n",
+        "tests/test_other.py": "def test_unrelated():\n    pass\n",
+    }
+    trees = {}
+    for name, first in (("base", "MINIMUM = 1"), ("patched", "MINIMUM = 0")):
+        trees[name] = tmp_path / name
+        write(
+            trees[name],
+            {
+                **files,
+                "toolz/itertoolz.py": files["toolz/itertoolz.py"].replace("MINIMUM = 1", first),
+            },
+        )
+        init_repo(trees[name])  # the graph reads the files git lists
+    patch = parse_patch(_patch({"toolz/itertoolz.py": ("MINIMUM = 1", "MINIMUM = 0")}))
+    impact = gather_impact(patch, trees["base"], trees["patched"], None)
+    assert impact.preservation_tests == (
+        "tests/test_itertoolz.py::test_zero",
+        "tests/test_itertoolz.py::TestMore::test_one",
+    )
+
+
 # -- end to end: no critic --------------------------------------------------------------------
 
 
