@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_critic22.diffparse import ParsedPatch
 
 if TYPE_CHECKING:
-    from pytest_critic22.trees import TreeSet
+    from pytest_critic22.trees import TreeSet, Variant
 
-__all__ = ["HARNESS_TREE", "harness_changed", "harness_files", "without_harness"]
+__all__ = ["HARNESS_TREE", "base_harness", "harness_changed", "harness_files", "without_harness"]
 
 HARNESS_TREE = "patched-base-harness"  # the variant's name: patched source, base harness
 
@@ -106,6 +106,13 @@ def without_harness(patch: ParsedPatch, files: tuple[str, ...]) -> str:
     """The patch without its edits to the harness files: the patched source, base harness."""
     leave_out = [e.edit_id for e in patch.edits if {e.old_path, e.new_path} & set(files)]
     return patch.without(leave_out)
+
+
+def base_harness(patch: ParsedPatch, files: tuple[str, ...]) -> Variant:
+    """The tree of the patched source under the base's harness files."""
+    from pytest_critic22.trees import Variant
+
+    return Variant(HARNESS_TREE, (without_harness(patch, files),))
 
 
 def _ini_part(text: str | None, sections: tuple[str, ...]) -> object:

@@ -281,16 +281,10 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
     svc.trees.claim()
     _record_start(svc.ledger, review, opts)
     svc.ledger.append("sandbox", sandbox_record(svc.sandbox))
-    reverse = ["apply", "--reverse", "--check", "-"]
     if opts.untrusted_tree:  # the plugin's early hook imported nothing of the tree (no conftest)
         notes.append(
             f"the working tree {opts.untrusted_tree}: nothing of it was imported in this "
             "process (no conftest.py, its folders off sys.path); reviewing the patch against "
-            f"{opts.base} ({base[:10]})"
-        )
-    elif git(reverse, svc.repo, input=inputs.patch.whole_patch, check=False).returncode == 0:
-        notes.append(
-            "the working tree already has the patch applied; reviewing it against "
             f"{opts.base} ({base[:10]})"
         )
     problem = svc.trees.check_applies(inputs.patch)

@@ -225,7 +225,8 @@ def bwrap_argv(
     hidden = _hidden_folders()
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
-    checkouts = [c for c in checkout_folders() if not any(_within(c, h) for h in hidden)]
+    every_checkout = checkout_folders()
+    checkouts = [c for c in every_checkout if not any(_within(c, h) for h in hidden)]
     for folder in checkouts:
         argv += ["--tmpfs", str(folder)]
     argv += ["--dir", CHILD_HOME]
@@ -233,7 +234,7 @@ def bwrap_argv(
     for path in _needed_paths(readable):
         if any(_within(path, h) for h in covered) and path not in covered:
             argv += ["--ro-bind", str(path), str(path)]
-    argv += _git_metadata(checkout_folders())
+    argv += _git_metadata(every_checkout)
     for path in (tree, *writable):
         real = Path(os.path.realpath(path))
         argv += ["--bind", str(real), str(real)]

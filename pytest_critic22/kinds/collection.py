@@ -13,12 +13,14 @@ longer parses is the same defect, whether or not a test imports it.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.kinds.base import COLLECTION, NotExecutable, Procedure, Scope
 from pytest_critic22.nodeids import GENERATED_PREFIX
 from pytest_critic22.procedures import ExecutionContext, FindingResult, read_source
+from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_cases
 from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome
 
@@ -72,11 +74,11 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
     logs["unparsable"] = found
     trees = [("patched", patched)]
     if ctx.harness:
-        from pytest_critic22.harness import HARNESS_TREE, without_harness
+        from pytest_critic22.harness import base_harness
 
         try:
-            variant = Variant(HARNESS_TREE, (without_harness(ctx.patch, ctx.harness),))
-            trees.append(("patched source under the base's harness", ctx.trees.get(variant)))
+            tree = ctx.trees.get(base_harness(ctx.patch, ctx.harness))
+            trees.append(("patched source under the base's harness", tree))
         except TreeError as exc:
             logs["base_harness_error"] = str(exc)
     logs["collect"] = collected = {}
@@ -99,12 +101,12 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
     ctx.say("collection on the base")
     on_base, base_cases = _collect(ctx, base)
     collected["base"] = on_base.to_dict()
-    if on_base.exit_code == 5 and not found:  # no test on the base: nothing to preserve
-        outcome = Outcome("refuted", "no test module collects on the base either")
-        return FindingResult(group_id, outcome, "base", logs)
-    if not _started(on_base) or on_base.exit_code == 5:
+    if on_base.exit_code == 5 or not _started(on_base):
         if found:
             return _verified(group_id, found, [], logs)
+        if on_base.exit_code == 5:  # no test on the base: nothing to preserve
+            outcome = Outcome("refuted", "no test module collects on the base either")
+            return FindingResult(group_id, outcome, "base", logs)
         reason = f"pytest cannot collect the base tree either: {on_base.reason}"
         return FindingResult(group_id, Outcome("inconclusive", reason), "base", logs)
     broken_on_base = _errors(base_cases, base)
@@ -148,7 +150,7 @@ def parse_regressions(ctx: ExecutionContext, base: Path, patched: Path) -> list[
     ``path: SyntaxError: msg (line N)``. Parsing runs no code."""
     out: list[str] = []
     for path in dict.fromkeys(e.new_path for e in ctx.patch.edits if e.new_path):
-        if not path.endswith(".py") or path in out:
+        if not path.endswith(".py"):
             continue
         before = read_source(base, path)
         after = read_source(patched, path)
@@ -171,8 +173,6 @@ def _parse_error(source: str) -> str | None:
 
 
 def _collect(ctx: ExecutionContext, tree: Path) -> tuple[RunResult, list[Case]]:
-    from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_cases
-
     with cpu_slot(ctx.slot_dir, ctx.slots):
         return run_cases(
             tree,
@@ -226,7 +226,5 @@ def first_error_line(text: str, tree: Path | None = None) -> str:
 def _relative(path: str, tree: Path | None) -> str:
     if tree is None:
         return path
-    import os
-
     root = os.path.realpath(tree) + os.sep
     return path[len(root) :] if path.startswith(root) else path

@@ -71,11 +71,11 @@ def execute_preservation(
         return result
     # The patch changes the harness that judges (invariant 16): the same tests once more on
     # the patched source under the base's conftest.py files and pytest configuration.
-    from pytest_critic22.harness import HARNESS_TREE, without_harness
+    from pytest_critic22.harness import base_harness
 
     again: dict[str, Any] = {"procedure": "preservation", "tests": list(tests)}
     try:
-        tree = ctx.trees.get(Variant(HARNESS_TREE, (without_harness(ctx.patch, ctx.harness),)))
+        tree = ctx.trees.get(base_harness(ctx.patch, ctx.harness))
     except TreeError as exc:
         logs["base_harness_error"] = str(exc)
         return result
