@@ -351,6 +351,10 @@ def test_a_critic_test_that_rewrites_its_tree_cannot_undo_a_preservation_reject(
     assert document["disposition"]["verdict"] == "reject"  # type: ignore[index]
     assert preservation(document)["tests/test_itertoolz.py"]["status"] == "verified"
     assert result.ret == 1
+    # Both critic tests ran and passed: each rewrote its own view (a failed write would have
+    # raised at import), and neither rewrite reached the tree preservation judged.
+    outcomes = {f["id"]: f["outcome"]["status"] for f in document["findings"]}  # type: ignore[union-attr]
+    assert outcomes == {"F1": "refuted", "F2": "refuted"}
 
 
 @pytest.mark.e2e
