@@ -8,9 +8,12 @@ no libcst, no litellm.
 from __future__ import annotations
 
 import atexit
+import copy
 import gc
 import os
+import shlex
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ import pytest
 from pytest_critic22.options import UNTRUSTED_TREE, check_ini, warn_deprecated
 from pytest_critic22.optiontable import add_options
 
-__all__ = ["PLUGIN_NAME", "check_ini", "guard_the_controller"]
+__all__ = ["PLUGIN_NAME", "check_ini", "guard_the_controller", "set_aside_addopts"]
 
 #: The name the review session is registered under: ``pluginmanager.get_plugin(PLUGIN_NAME)``.
 PLUGIN_NAME = "critic22-session"
@@ -41,10 +44,67 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Before pytest imports the project's first conftest.py files: :func:`guard_the_controller`."""
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, args: list[str], parser: pytest.Parser
+) -> Generator[None, None, None]:
+    """Before pytest imports the project's first conftest.py files, and before every other
+    plugin's implementation (a wrapper runs first: pytest-cov starts measuring in its own):
+    :func:`set_aside_addopts`, then :func:`guard_the_controller`."""
+    set_aside_addopts(early_config, args, parser)
     guard_the_controller(early_config)
+    yield
+
+
+#: What the controller keeps of the project's ini ``addopts`` under ``--critic22-only``, by
+#: argparse destination: the review's own options, and how pytest loads plugins, reads ini
+#: values and imports the project's configuration (``-p``, ``-o``, ``--import-mode``,
+#: ``--confcutdir``, ``--noconftest``: the first two it has acted on already).
+_KEPT_PREFIX = "critic22"
+_KEPT_DESTS = frozenset({"plugins", "override_ini", "importmode", "confcutdir", "noconftest"})
+_UNSET = object()
+
+
+def set_aside_addopts(early_config: pytest.Config, args: list[str], parser: pytest.Parser) -> None:
+    """With ``--critic22-only`` the project's ini ``addopts`` are not this process's options.
+
+    They say how the project's tests run and what their run leaves behind: ``--cov`` and
+    ``--cov-fail-under`` (pytest-cov, which starts measuring in this same hook),
+    ``--junitxml``, ``--html``, ``-n``, ``--timeout``. No test of the project runs here: they
+    run in the sandboxed children, whose pytest reads the tree's configuration itself (with
+    ``--no-cov``). So the controller measures nothing, writes no report of the project's,
+    and exits with the verdict's status. Kept: the options of :data:`_KEPT_DESTS` and every
+    ``--critic22*`` option in ``addopts``; the command line and ``PYTEST_ADDOPTS``, which
+    whoever started this process chose for it, apply as given. Without ``--critic22-only``
+    nothing changes: the project's tests run in this process, under its own options.
+
+    pytest has put ``addopts`` in front of ``args`` (``addopts + PYTEST_ADDOPTS + the
+    command line``) and parsed them into ``known_args_namespace``, which every plugin's
+    ``pytest_load_initial_conftests`` reads: ``args`` (the list pytest parses in full next)
+    loses them, the kept options' values move to ``config.option`` (where argparse starts
+    from, so the command line still overrides them and extends a list), and the namespace
+    is parsed again.
+    """
+    namespace = early_config.known_args_namespace
+    if not getattr(namespace, "critic22_patch", None) or not getattr(
+        namespace, "critic22_only", False
+    ):
+        return
+    env = os.environ.get("PYTEST_ADDOPTS", "")
+    tail = [*shlex.split(env), *early_config.invocation_params.args]
+    cut = len(args) - len(tail)
+    if cut <= 0 or args[cut:] != tail:
+        return  # no addopts in args (none in the ini file, or a parse without them)
+    option = early_config.option
+    for dest, value in vars(parser.parse_known_args(args[:cut], copy.copy(option))).items():
+        kept = dest.startswith(_KEPT_PREFIX) or dest in _KEPT_DESTS
+        if kept and value != getattr(option, dest, _UNSET):
+            setattr(option, dest, value)
+    args[:] = tail
+    fresh = parser.parse_known_args(args, copy.copy(option))
+    if fresh.confcutdir is None:  # pytest's default (the ini file's folder), set after its parse
+        fresh.confcutdir = namespace.confcutdir
+    early_config.known_args_namespace = fresh
 
 
 def guard_the_controller(early_config: pytest.Config) -> None:
