@@ -175,11 +175,10 @@ class TreeSet:
         for number, patch in enumerate(variant.patches, 1):
             if not patch:
                 continue
-            # A critic's repair may miscount its hunks: recount, still checking the context.
-            recount = ["--recount"] if number == 2 else []
-            done = git(
-                ["apply", "--whitespace=nowarn", *recount, "-"], tree, input=patch, check=False
-            )
+            # Applied as given: a repair was recounted once, when its procedure was parsed
+            # (diffparse.mend_diff); git's --recount would read a second file's ---/+++ lines
+            # as lines of the hunk before them.
+            done = git(["apply", "--whitespace=nowarn", "-"], tree, input=patch, check=False)
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
                 self._drop(path)

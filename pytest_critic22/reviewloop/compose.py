@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_critic22.diffparse import mend_diff
 from pytest_critic22.gitio import git
 
 __all__ = ["ComposeError", "Composed", "candidate_sources", "compose"]
@@ -34,20 +35,23 @@ def compose(repo: Path, base: str, candidate: str, fixes: Sequence[tuple[str, st
     with tempfile.TemporaryDirectory(prefix="critic22-compose-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         git(["read-tree", base], repo, extra_env=env)
-        done = _apply(repo, env, candidate, recount=False)
+        done = _apply(repo, env, candidate)
         if done:
             raise ComposeError(f"the candidate does not apply to {base[:10]}: {done}")
         applied: list[str] = []
         skipped: list[tuple[str, str]] = []
-        for key, diff in fixes:
-            # A critic's repair may miscount its hunks (as when trees are built): recount,
-            # the context is still checked exactly.
-            problem = _apply(repo, env, diff, recount=True, check_only=True)
+        for key, given in fixes:
+            # A fix as a model writes it (miscounted hunks, no a/ b/, two files without
+            # "diff --git"): mended once, as when trees are built; the context is still
+            # checked exactly. git's own --recount would read a next file's ---/+++ as part
+            # of a hunk.
+            diff = mend_diff(given)
+            problem = _apply(repo, env, diff, check_only=True)
             if problem:
                 where = "after the fixes before it" if applied else "to the candidate"
                 skipped.append((key, f"does not apply {where}: {problem}"))
                 continue
-            problem = _apply(repo, env, diff, recount=True)
+            problem = _apply(repo, env, diff)
             if problem:  # pragma: no cover - the check above just passed
                 skipped.append((key, problem))
                 continue
@@ -56,14 +60,11 @@ def compose(repo: Path, base: str, candidate: str, fixes: Sequence[tuple[str, st
         return Composed(out.stdout, tuple(applied), tuple(skipped))
 
 
-def _apply(
-    repo: Path, env: dict[str, str], diff: str, *, recount: bool, check_only: bool = False
-) -> str:
+def _apply(repo: Path, env: dict[str, str], diff: str, *, check_only: bool = False) -> str:
     """Apply ``diff`` to the private index; "" when it applied, else git's first line."""
     if not diff.strip():
         return ""
     args = ["apply", "--cached", "--whitespace=nowarn"]
-    args += ["--recount"] if recount else []
     args += ["--check"] if check_only else []
     done = git([*args, "-"], repo, input=diff, check=False, extra_env=env)
     if done.returncode == 0:
@@ -80,7 +81,7 @@ def candidate_sources(
     with tempfile.TemporaryDirectory(prefix="critic22-compose-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         git(["read-tree", base], repo, extra_env=env)
-        if _apply(repo, env, candidate, recount=False):
+        if _apply(repo, env, candidate):
             return out
         for path in paths:
             done = git(["show", f":{path}"], repo, check=False, extra_env=env)
