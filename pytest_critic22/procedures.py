@@ -8,7 +8,7 @@ Each kind's own procedure lives in :mod:`pytest_critic22.kinds`; the decision it
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -27,7 +27,14 @@ from pytest_critic22.progress import step
 from pytest_critic22.runner import Case, cpu_slot, default_sandbox, detect_pythonpath, run_cases
 from pytest_critic22.sandbox import Sandbox
 from pytest_critic22.trees import TreeSet, Variant, write_in_tree
-from pytest_critic22.verify import Outcome, RunResult, confirmation_runs, import_failure
+from pytest_critic22.verify import (
+    Crash,
+    Outcome,
+    RunResult,
+    broken_program,
+    confirmation_runs,
+    import_failure,
+)
 
 if TYPE_CHECKING:
     from pytest_critic22.batching import Batcher, RunRequest, Speculation
@@ -35,12 +42,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ExecutionContext",
+    "Fallback",
     "FindingResult",
     "ProcedureKind",
     "acceptance_test_of",
     "counterfactual_variant",
     "drop_speculated",
     "environment_problem",
+    "fallback_to_base",
     "junit_key",
     "located_edits",
     "obligation_tests",
@@ -152,6 +161,64 @@ def counterfactual_variant(
     if finding.location == WHOLE_PATCH:
         return Variant.base()
     return Variant.without(patch, (finding.location,))
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """The base stands in for a counterfactual tree that is not a working program."""
+
+    tree: str  # the tree that cannot run: "without-e3"
+    crash: Crash  # what it died of, where (relative to the tree)
+    variant: Variant = field(default_factory=Variant.base)
+
+    @property
+    def note(self) -> str:
+        """What the outcome's reason says about it, on the terminal and in the report."""
+        return (
+            f"{self.tree} is not a working program ({self.crash.error} at "
+            f"{self.crash.where}); compared against the base"
+        )
+
+    def record(self, run: Mapping[str, Any]) -> dict[str, Any]:
+        """The report's ``logs.counterfactual_fallback``: the tree given up, why, its run."""
+        return {
+            "tree": self.tree,
+            "instead": self.variant.name,
+            "error": self.crash.error,
+            "message": self.crash.message,
+            "where": self.crash.where,
+            "reason": self.note,
+            "run": dict(run),
+        }
+
+
+def fallback_to_base(
+    variant: Variant,
+    run: RunResult,
+    tree: Path,
+    patched: RunResult,
+    patched_tree: Path,
+    own: Sequence[str],
+) -> Fallback | None:
+    """The base instead of ``variant`` when ``run`` on it shows that the patch without the
+    located edit cannot run the project's own code (a name another edit deleted, an import
+    another edit renamed: :func:`pytest_critic22.verify.broken_program`), so that tree says
+    nothing about the edit; None when it can, or when the counterfactual is not a
+    ``without-…`` tree (the base already, or the critic's repair: the critic's to get right).
+
+    ``own`` are the procedure's test files (relative to the trees): an error raised there is
+    the test's. When the patched tree dies of the same error, the removed edit is not what
+    broke the program: the counterfactual stands and the finding fails on both."""
+    if not variant.name.startswith("without-") or run.status == "passed":
+        return None
+    # A tree's folder as a child's output may name it: as given, and resolved (bwrap binds it).
+    crash = broken_program(run.output, (str(tree), os.path.realpath(tree)), own)
+    on_patched = broken_program(
+        patched.output, (str(patched_tree), os.path.realpath(patched_tree)), own
+    )
+    if crash is None or crash.same(on_patched):
+        return None
+    return Fallback(variant.name, crash)
 
 
 def environment_problem(run: RunResult, tree: Path, status: str) -> str:

@@ -7,24 +7,33 @@ verified     -- the procedure fails on ``patched`` (confirmed by reruns) and pas
 refuted      -- the procedure passes on ``patched``
 inconclusive -- anything else: flaky, fails on both trees, a tree that cannot be built,
                 a timeout, a usage or internal error, no tests collected
+
+A patch without its located edit that is not a working program (another edit removed a name
+it uses: :func:`broken_program` reads that from the run's output) is no counterfactual: the
+kinds compare against the base instead (:func:`pytest_critic22.procedures.fallback_to_base`).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 __all__ = [
+    "Crash",
     "Disposition",
     "Outcome",
     "OutcomeKind",
     "RunResult",
     "RunStatus",
+    "broken_program",
     "confirm_failure",
     "confirmation_runs",
+    "crashes",
     "decide",
+    "decisive_line",
     "error_summary",
     "gate",
     "import_failure",
@@ -189,10 +198,16 @@ def decide(
             f"{explain_error(counterfactual)}",
         )
     if counterfactual.status == "failed":
+        lines = [
+            f"{label}: {line}"
+            for label, run in (("patched", patched_runs[0]), (counterfactual_name, counterfactual))
+            if (line := decisive_line(run.output))
+        ]
         return Outcome(
             "inconclusive",
             f"fails on both the patched and the {counterfactual_name} tree: the claim is "
-            "not shown to be caused by the located edit",
+            "not shown to be caused by the located edit"
+            + (f" ({'; '.join(lines)})" if lines else ""),
         )
     if acceptance is not None and acceptance.status != "passed":
         return Outcome(
@@ -274,3 +289,180 @@ def import_failure(output: str) -> tuple[str, str] | None:
         return None
     frames = _FRAME.findall(output[: found.start()])
     return found.group(1), (frames[-1] if frames else "")
+
+
+# -- what a failing run's output says about how its tests died ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """An exception a test of a child run died of, as the run's output shows it."""
+
+    error: str  # the exception's type ("NameError"); "" where the output names none
+    message: str  # its message's first line, or the first E line when it names no type
+    path: str  # the innermost frame's file as the output names it; "" when it shows none
+    line: int
+    chained: bool = False  # another exception followed it (raised from it or while handling)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.path else "an unknown place"
+
+    @property
+    def text(self) -> str:
+        """The failure's decisive line: ``NameError: name 'x' is not defined``."""
+        return f"{self.error}: {self.message}" if self.error and self.message else self.message
+
+    def same(self, other: Crash | None) -> bool:
+        """The same error with the same message in the same file (lines move between trees)."""
+        mine = (self.error, self.message, self.path)
+        return other is not None and (other.error, other.message, other.path) == mine
+
+
+# pytest's tracebacks (--tb=auto/long, short, line, native), on the terminal or in a JUnit
+# report: a section per failing test; long style puts the innermost frame's location after
+# the E lines ("m.py:5: NameError"), short style before them ("m.py:5: in f"), line style
+# on one line ("/t/m.py:5: NameError: msg"), native as Python prints it.
+_HEADER = re.compile(r"^_{3,} .* _{3,}$")
+_CAPTURED = re.compile(r"^-{3,} Captured .* -{3,}$")
+_LOCATION = re.compile(r"^(\S[^:]*?\.py):(\d+): ([A-Za-z_][\w.]*)(?:: (.*))?$")
+_SHORT_FRAME = re.compile(r"^(\S[^:]*?):(\d+): in \S")
+_NATIVE_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_E = re.compile(r"^E(?:\s|$)")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*): (.*)$")
+_CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
+_SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+_NOT_A_PROGRAM = frozenset(
+    ("NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError", *_SYNTAX)
+)
+_MODULE_ATTRIBUTE = re.compile(r"^(?:partially initialized )?module '[^']+' has no attribute ")
+
+
+def crashes(output: str) -> list[Crash]:
+    """Every exception the output shows a test dying of, in order, each at its innermost
+    frame (frames of generated code, ``<frozen importlib…>``, skipped)."""
+    found: list[Crash] = []
+    frame: tuple[str, int] | None = None
+    block: list[str] = []  # the E lines being read
+    pending: list[str] = []  # an E block whose location may still follow (long style)
+    native = captured = False
+
+    def settle(location: tuple[str, int] | None, error: str = "", message: str = "") -> None:
+        nonlocal pending, frame
+        lines, pending = pending, []
+        if lines or error:
+            crash = _crash(lines, location, error, message)
+            if crash is not None:
+                found.append(crash)
+        frame = None
+
+    for raw in (output or "").splitlines():
+        line = raw.rstrip()
+        if _CAPTURED.match(line) or _HEADER.match(line) or line.startswith("==="):
+            captured = _CAPTURED.match(line) is not None  # what a test printed is not ours
+        elif captured:
+            continue
+        if _E.match(line):
+            if not block and pending:  # a second E block: the first had no location after it
+                settle(frame)
+            block.append(line[1:].strip())
+            continue
+        if block:
+            pending, block = block, []
+        if not line.strip():
+            continue
+        if line.startswith(_CHAINED):
+            settle(frame)
+            if found:
+                found[-1] = replace(found[-1], chained=True)
+            continue
+        located = _LOCATION.match(line)
+        if located is not None:
+            where = (located.group(1), int(located.group(2)))
+            settle(where, located.group(3), located.group(4) or "")
+            continue
+        framed = _NATIVE_FRAME.match(line)
+        if framed is not None:
+            frame, native = _frame(framed.group(1), framed.group(2), frame), True
+            continue
+        if line[0].isspace():  # source, or a message's next line (line style)
+            continue
+        if pending:  # short style: the location came before the E lines
+            settle(frame)
+        if _HEADER.match(line):
+            frame, native = None, False
+        elif (short := _SHORT_FRAME.match(line)) is not None:
+            frame = _frame(short.group(1), short.group(2), frame)
+        elif native and (exception := _EXCEPTION.match(line)) is not None:
+            path, number = frame or ("", 0)
+            found.append(Crash(exception.group(1), exception.group(2).strip(), path, number))
+            frame, native = None, False
+    if block:
+        pending = block
+    settle(frame)
+    return found
+
+
+def _frame(path: str, line: str, current: tuple[str, int] | None) -> tuple[str, int] | None:
+    return current if path.startswith("<") else (path, int(line))
+
+
+def _crash(
+    lines: Sequence[str], location: tuple[str, int] | None, error: str, message: str
+) -> Crash | None:
+    """One crash from its E lines and the location the output gives it (or None)."""
+    named = [m for m in map(_EXCEPTION.match, lines) if m is not None and " " not in m.group(1)]
+    chosen = next((m for m in named if m.group(1) == error), named[0] if named else None)
+    if chosen is not None:
+        error, message = error or chosen.group(1), message or chosen.group(2)
+    message = message or next((ln for ln in lines if ln), "")
+    if not error and not message:
+        return None
+    path, number = location or ("", 0)
+    if error.rsplit(".", 1)[-1] in _SYNTAX:  # the file that does not parse, not its importer
+        for ln in lines:
+            syntax = _NATIVE_FRAME.match(ln)
+            if syntax is not None:
+                path, number = syntax.group(1), int(syntax.group(2))
+    return Crash(error, message.strip(), path, number)
+
+
+def decisive_line(output: str, limit: int = 160) -> str:
+    """The line that says why a run failed: the exception its first failing test died of
+    (``AssertionError: assert 3 == 4``), else the one-line summary of its errors."""
+    final = [crash for crash in crashes(output) if not crash.chained and crash.text]
+    line = final[0].text if final else error_summary(output)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def broken_program(output: str, roots: Sequence[str], own: Sequence[str]) -> Crash | None:
+    """The crash that shows a tree is not a working program, or None: a test died of a
+    NameError, an ImportError, a SyntaxError or an AttributeError on a module, raised in a
+    frame of the project's own code — a file inside the tree (``roots``: its folder, as
+    given and resolved) that is not one of the procedure's own tests (``own``, relative to
+    the tree). The crash's path comes back relative to the tree. An exception raised in
+    the procedure's own test, in an installed library, or caught and replaced by another
+    says nothing about the program."""
+    for crash in crashes(output):
+        kind = crash.error.rsplit(".", 1)[-1]
+        module = kind == "AttributeError" and _MODULE_ATTRIBUTE.match(crash.message)
+        if crash.chained or not (kind in _NOT_A_PROGRAM or module):
+            continue
+        path = _inside(crash.path, roots)
+        if path and path not in {posixpath.normpath(p) for p in own}:
+            return replace(crash, path=path)
+    return None
+
+
+def _inside(path: str, roots: Sequence[str]) -> str:
+    """``path`` relative to the tree when it is a file inside it, else ""."""
+    if not path or path.startswith("<"):
+        return ""
+    if posixpath.isabs(path):
+        for root in roots:
+            prefix = root.rstrip("/") + "/"
+            if path.startswith(prefix):
+                return posixpath.normpath(path[len(prefix) :])
+        return ""
+    relative = posixpath.normpath(path)
+    return "" if relative == ".." or relative.startswith("../") else relative

@@ -23,6 +23,7 @@ from pytest_critic22.procedures import (
     counterfactual_variant,
     drop_speculated,
     environment_problem,
+    fallback_to_base,
     prepare_args,
     run_confirmed,
     run_speculated,
@@ -34,7 +35,6 @@ from pytest_critic22.trees import TreeError, Variant
 from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
 
 if TYPE_CHECKING:
-    from pytest_critic22.diffparse import ParsedPatch
     from pytest_critic22.kinds.base import FindingLike
 
 __all__ = ["KIND", "TestKind", "execute_on_trees"]
@@ -63,6 +63,7 @@ GRAMMAR = """\
 class TestKind:
     name = "test"
     grammar = GRAMMAR
+    description = "A test the critic wrote fails with the edit and passes without it."
     __test__ = False  # not a pytest test class, whatever its name
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
@@ -105,28 +106,20 @@ def _parse_test(rest: str) -> Procedure | NotExecutable:
         return NotExecutable("test: source defines no test function", "test")
     given = ""
     if split is not None:
-        from pytest_critic22.diffparse import DiffError, parse_patch, recount_hunks
+        from pytest_critic22.diffmend import mend_diff
+        from pytest_critic22.diffparse import DiffError, parse_patch
 
-        # Models miscount hunk lengths; the counts are recomputed (the context is still
-        # checked exactly when the repair is applied), and the diff as given is kept. A last
-        # hunk that says too few lines parses as given (the rest is ignored), so the counts
-        # are compared, not only whether it parses.
-        recounted = recount_hunks(repair)
+        # Models write diffs git does not read as meant (miscounted hunks, no a/ and b/, CRLF
+        # line endings): the repair is mended here, once, and applied as mended; the context
+        # is still checked exactly. The diff as given is kept when it had to change.
+        mended = mend_diff(repair)
         try:
-            fixed = _hunk_counts(parse_patch(recounted))
+            parse_patch(mended)
         except DiffError as exc:
             return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
-        try:
-            as_given: list[tuple[int, int]] | None = _hunk_counts(parse_patch(repair))
-        except DiffError:
-            as_given = None
-        if as_given != fixed:
-            given, repair = repair, recounted
+        if mended != repair:
+            given, repair = repair, mended
     return Procedure(kind="test", source=source, repair=repair, repair_given=given)
-
-
-def _hunk_counts(patch: ParsedPatch) -> list[tuple[int, int]]:
-    return [(e.old_count, e.new_count) for e in patch.edits]
 
 
 def dedent_source(source: str) -> str:
@@ -140,7 +133,11 @@ def dedent_source(source: str) -> str:
 def execute_on_trees(
     finding_id: str, finding: FindingLike, procedure: Procedure, ctx: ExecutionContext
 ) -> FindingResult:
-    """Run the procedure on ``patched`` and on its counterfactual; return the outcome."""
+    """Run the procedure on ``patched`` and on its counterfactual; return the outcome.
+
+    A ``without-…`` counterfactual whose run shows it cannot run the project's own code
+    (:func:`pytest_critic22.procedures.fallback_to_base`) is replaced by the base, and the
+    outcome's reason says so: the ``test:`` and ``counterfactual:`` kinds both come here."""
     variant = counterfactual_variant(finding, procedure, ctx.patch)
     logs: dict[str, Any] = {"procedure": procedure.kind, "counterfactual_tree": variant.name}
     if procedure.repair_given:
@@ -207,6 +204,24 @@ def execute_on_trees(
         outcome = Outcome("inconclusive", f"cannot write the test: {exc}")
         return FindingResult(finding_id, outcome, variant.name, logs)
     logs["counterfactual"] = counter.to_dict()
+    own = [arg.split("::", 1)[0] for arg in args]
+    fallback = fallback_to_base(variant, counter, tree, patched_runs[0], patched, own)
+    if fallback is not None:
+        # The patch without the edit cannot run (another edit removed what it used): it says
+        # nothing about the edit, so the base, where neither is, is the counterfactual.
+        logs["counterfactual_fallback"] = fallback.record(logs.pop("counterfactual"))
+        variant = fallback.variant
+        logs["counterfactual_tree"] = variant.name
+        ctx.say(f"counterfactual ({variant.name}: {fallback.tree} is not a working program)")
+        try:
+            tree = ctx.trees.get(variant.for_critic())
+            counter = run_tests(ctx, tree, prepare_args(finding_id, procedure, tree, ctx.test_dir))
+        except TreeError as exc:
+            why = f"{fallback.note}, but the base tree cannot be used: {exc}"
+            return FindingResult(
+                finding_id, Outcome("inconclusive", why, environment=True), variant.name, logs
+            )
+        logs["counterfactual"] = counter.to_dict()
     acceptance = None
     obligations = None
     judged = ctx.acceptance or (procedure.repair and ctx.obligation_tests)
@@ -237,6 +252,8 @@ def execute_on_trees(
     blind = environment_problem(counter, tree, counter.status)
     if outcome.kind == "inconclusive" and blind:
         outcome = Outcome("inconclusive", f"on the {variant.name} tree: {blind}", environment=True)
+    if fallback is not None:
+        outcome = replace(outcome, reason=f"{outcome.reason}; {fallback.note}")
     return FindingResult(finding_id, outcome, variant.name, logs)
 
 

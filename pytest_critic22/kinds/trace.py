@@ -21,14 +21,16 @@ from pytest_critic22.kinds.counterfactual import nodeids_in_tree
 from pytest_critic22.nodeids import as_pytest_args, check_in_tree, check_nodeid, split_nodeids
 from pytest_critic22.procedures import (
     ExecutionContext,
+    Fallback,
     FindingResult,
     counterfactual_variant,
+    fallback_to_base,
     located_edits,
 )
 from pytest_critic22.progress import Counter
 from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
 from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome, RunResult
+from pytest_critic22.verify import Outcome, RunResult, decisive_line
 
 if TYPE_CHECKING:
     from pytest_critic22.kinds.base import FindingLike
@@ -49,6 +51,7 @@ GRAMMAR = """\
 class TraceKind:
     name = "trace"
     grammar = GRAMMAR
+    description = "Replays of a test fail with the edit and never without it: a race or flakiness."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return _parse_trace(rest)
@@ -166,6 +169,30 @@ def execute_trace(
             done = list(pool.map(lambda job: replay(*job), jobs))
         patched_runs = done[0::2]
         counter_runs = done[1::2]
+        fallback = _fallback(variant, patched_runs, counter_runs, patched, counter, procedure)
+        if fallback is not None:
+            # The patch without the edit cannot run: the base's replays stand in for its
+            # (test.py's execute_on_trees does the same), within a procedure timeout of their own.
+            logs["counterfactual_fallback"] = fallback.record(
+                {"runs": _tally(r for r, _ in counter_runs)}
+            )
+            variant = fallback.variant
+            try:
+                counter = ctx.trees.get(variant)
+            except TreeError as exc:
+                why = f"{fallback.note}, but the base tree cannot be built: {exc}"
+                outcome = Outcome("inconclusive", why, environment=True)
+                return FindingResult(finding_id, outcome, variant.name, logs)
+            problem = check_in_tree(procedure.nodeids[0], counter)
+            if problem:
+                outcome = Outcome("inconclusive", f"refused to run: {problem}; {fallback.note}")
+                return FindingResult(finding_id, outcome, variant.name, logs)
+            deadline = time.monotonic() + ctx.timeout
+            base_jobs = [(counter, "base", seed) for seed in range(1, procedure.repeat + 1)]
+            replayed = Counter(ctx.progress, "replays", len(base_jobs), " on base")
+            with ThreadPoolExecutor(max_workers=max(1, ctx.slots)) as pool:
+                counter_runs = list(pool.map(lambda job: replay(*job), base_jobs))
+            done = [run for pair in zip(patched_runs, counter_runs, strict=True) for run in pair]
         summary = {
             "patched": _tally(r for r, _ in patched_runs),
             "counterfactual": _tally(r for r, _ in counter_runs),
@@ -183,10 +210,11 @@ def execute_trace(
                 "refuted", f"passes all {procedure.repeat} replays on the patched tree"
             )
         elif counter_failures:
+            lines = _decisive(patched_runs, counter_runs, variant.name)
             outcome = Outcome(
                 "inconclusive",
                 f"fails on the {variant.name} tree too ({counter_failures} of "
-                f"{procedure.repeat} replays): not shown to come from the located edit",
+                f"{procedure.repeat} replays): not shown to come from the located edit{lines}",
             )
         elif any(r.status == "error" for r, _ in counter_runs):
             unfinished = [r for r, _ in counter_runs if r.status == "error"]
@@ -207,7 +235,43 @@ def execute_trace(
                 + (f"; {evidence}" if evidence else ""),
             )
         logs["failing_seeds"] = failing_seeds
+    if fallback is not None:
+        outcome = Outcome(outcome.kind, f"{outcome.reason}; {fallback.note}", outcome.environment)
     return FindingResult(finding_id, outcome, variant.name, logs)
+
+
+def _decisive(
+    patched_runs: Sequence[tuple[RunResult, Path]],
+    counter_runs: Sequence[tuple[RunResult, Path]],
+    name: str,
+) -> str:
+    """`` (patched: …; without-e1: …)``: each tree's first failing replay's decisive line."""
+    lines = []
+    for label, runs in (("patched", patched_runs), (name, counter_runs)):
+        failed = next((r for r, _ in runs if r.status == "failed"), None)
+        line = decisive_line(failed.output) if failed is not None else ""
+        if line:
+            lines.append(f"{label}: {line}")
+    return f" ({'; '.join(lines)})" if lines else ""
+
+
+def _fallback(
+    variant: Variant,
+    patched_runs: Sequence[tuple[RunResult, Path]],
+    counter_runs: Sequence[tuple[RunResult, Path]],
+    patched: Path,
+    counter: Path,
+    procedure: Procedure,
+) -> Fallback | None:
+    """The base for a counterfactual tree whose replays show it is not a working program
+    (:func:`pytest_critic22.procedures.fallback_to_base`), judged by its first replay that
+    did not pass against the patched tree's first failing one."""
+    bad = next((r for r, _ in counter_runs if r.status != "passed"), None)
+    failing = next((r for r, _ in patched_runs if r.status == "failed"), None)
+    if bad is None or failing is None:
+        return None
+    own = [procedure.nodeids[0].split("::", 1)[0]]
+    return fallback_to_base(variant, bad, counter, failing, patched, own)
 
 
 def _tally(runs: Iterable[RunResult]) -> dict[str, int]:
