@@ -19,7 +19,6 @@ __all__ = [
     "FilePatch",
     "ParsedPatch",
     "parse_patch",
-    "recount_hunks",
 ]
 
 #: The location that names the patch as a unit rather than one of its edits.
@@ -98,6 +97,9 @@ class ParsedPatch:
     whole_patch: str  # the diff itself: no mail headers, no commit message, no signature
     preamble: str  # what came before the first file (format-patch mail headers, message)
     trailer: str  # what came after the last hunk (format-patch signature)
+    # Files whose diff is not text (a PNG, a "GIT binary patch"): left out of the edits and
+    # of ``whole_patch``, listed as not reviewed. Empty: every file was reviewed.
+    binary: tuple[str, ...] = ()
 
     @property
     def edit_ids(self) -> tuple[str, ...]:
@@ -158,7 +160,7 @@ def parse_patch(text: str) -> ParsedPatch:
     from unidiff.patch import PatchSet
 
     if not text.strip():
-        raise DiffError("the patch is empty")
+        return ParsedPatch((), (), "", "", "")  # nothing to review: a PR that only merges
     # Not str.splitlines: it also splits on \x0c, \u2028 and friends; diff lines end in \n.
     lines = _split_lines(text)
     start = _first_file_line(lines)
@@ -174,12 +176,24 @@ def parse_patch(text: str) -> ParsedPatch:
     if len(patch_set) == 0:
         raise DiffError("the patch has no file diffs")
 
-    for pfile in patch_set:
-        if pfile.is_binary_file:
-            raise DiffError(
-                "binary patches cannot be reviewed; leave the binary file out of the patch",
-                path=_strip_prefix(pfile.target_file or pfile.source_file),
-            )
+    binary = tuple(
+        _strip_prefix(pfile.target_file if pfile.target_file != _DEV_NULL else pfile.source_file)
+        for pfile in patch_set
+        if pfile.is_binary_file
+    )
+    if binary:
+        # Not text: not reviewed, and not applied (the trees hold the text files' edits).
+        starts = [_file_start(body, (pfile.diff_line_no or 1) - 1) for pfile in patch_set]
+        ends = [*starts[1:], len(body)]
+        spans = zip(patch_set, starts, ends, strict=True)
+        cut = [(a, b) for pfile, a, b in spans if pfile.is_binary_file]
+        body = [line for n, line in enumerate(body) if not any(a <= n < b for a, b in cut)]
+        if not any(line.startswith(("--- ", "diff --git ")) for line in body):
+            return ParsedPatch((), (), "", "".join(lines[:start]), "", binary)
+        try:
+            patch_set = PatchSet(body)
+        except UnidiffParseError as exc:  # pragma: no cover - the same hunks parsed above
+            raise DiffError(f"malformed hunk: {str(exc).strip()}") from None
 
     file_starts = [_file_start(body, (pfile.diff_line_no or 1) - 1) for pfile in patch_set]
     last_hunk_end = max(
@@ -245,6 +259,7 @@ def parse_patch(text: str) -> ParsedPatch:
         whole_patch="".join(body[:body_end]),
         preamble="".join(lines[:start]),
         trailer="".join(body[body_end:]),
+        binary=binary,
     )
 
 
@@ -357,57 +372,3 @@ def _locate_hunk_error(body: Sequence[str]) -> int | None:
                 return i + 1
             i += 1
     return None
-
-
-_RECOUNT_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)$")
-
-
-def recount_hunks(text: str) -> str:
-    """``text`` with every hunk header's line counts recomputed from the hunk's body, as
-    ``git apply --recount`` does: models routinely miscount ``@@ -101,8 +101,12 @@``.
-
-    Only the counts change; the start lines and every body line stay as written, so the
-    context is still checked exactly when the diff is applied. A blank line inside a hunk
-    (an editor or a model ate the leading space) counts as an empty context line.
-    """
-    lines = text.split("\n")
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        header = _RECOUNT_HEADER.match(lines[index])
-        if header is None:
-            out.append(lines[index])
-            index += 1
-            continue
-        body: list[str] = []
-        index += 1
-        while index < len(lines) and not _ends_hunk(lines, index):
-            line = lines[index]
-            body.append(line if line else " ")
-            index += 1
-        old = sum(1 for ln in body if ln[:1] in (" ", "-"))
-        new = sum(1 for ln in body if ln[:1] in (" ", "+"))
-        old_start, new_start, tail = header.groups()
-        out.append(f"@@ -{old_start},{old} +{new_start},{new} @@{tail}")
-        out.extend(body)
-    return "\n".join(out)
-
-
-def _ends_hunk(lines: Sequence[str], index: int) -> bool:
-    line = lines[index]
-    if line.startswith(("@@ ", "diff --git ", "--- ", "+++ ", "Index: ")):
-        # "--- " and "+++ " start a new file only when they come as a pair.
-        if line.startswith("--- "):
-            return index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
-        if line.startswith("+++ "):
-            return index > 0 and lines[index - 1].startswith("--- ")
-        return True
-    if line.startswith("\\"):
-        return False
-    if not line:
-        # A blank line ends the hunk only when nothing of a hunk follows it.
-        rest = lines[index + 1 :]
-        return not any(r[:1] in (" ", "+", "-") for r in rest[:1]) and not any(
-            r.strip() for r in rest
-        )
-    return line[:1] not in (" ", "+", "-")

@@ -267,7 +267,7 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
     Raises :class:`InputError` for what the user must fix (the patch does not apply);
     everything else that fails is recorded in the review's notes or problems.
     """
-    from pytest_critic22.evidence_stage import decide_engage, gather_evidence
+    from pytest_critic22.evidence_stage import Evidence, decide_engage, gather_evidence
     from pytest_critic22.trees import prune_orphans, prune_stale
 
     review = Review(inputs.patch_path, inputs.patch, inputs.packet, inputs.stripped, base)
@@ -293,14 +293,22 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
             f"--critic22: {inputs.patch_path.name} does not apply to "
             f"{opts.base} ({base[:10]}): {problem}"
         )
+    if review.patch.binary:
+        notes.append("not reviewed (binary): " + ", ".join(review.patch.binary))
     source, why = critic_source(opts)
-    evidence = gather_evidence(
-        opts, review.patch, review.packet, svc, with_coverage=source == "model"
-    )
+    if review.patch.files:
+        evidence = gather_evidence(
+            opts, review.patch, review.packet, svc, with_coverage=source == "model"
+        )
+    else:  # a pull request that only merges, or changes only binary files
+        what = "changes only binary files" if review.patch.binary else "is empty"
+        notes.append(f"nothing to review: the patch {what}")
+        source, why = "declined", "nothing to review"
+        evidence = Evidence(review.packet)
     from pytest_critic22.harness import harness_changed
 
     groups = dict(evidence.preservation)
-    if opts.preservation != "off":  # collection is preserved with no critic (invariant 14)
+    if opts.preservation != "off" and review.patch.files:  # invariant 14: with no critic
         groups = {COLLECTION: (), **groups}
     review = replace(
         review,

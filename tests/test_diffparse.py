@@ -139,16 +139,28 @@ def test_unknown_edit_ids_are_refused() -> None:
         patch.subset(["e9"])
 
 
-@pytest.mark.parametrize("text", ["", "   \n\n", "just some words\n"])
-def test_an_empty_patch_is_a_clear_error(text: str) -> None:
-    with pytest.raises(DiffError, match=r"empty|no file diffs"):
-        parse_patch(text)
+@pytest.mark.parametrize("text", ["", "   \n\n"])
+def test_an_empty_patch_has_nothing_to_review(text: str) -> None:
+    """A pull request that only merges: its diff is empty, and that is no error."""
+    patch = parse_patch(text)
+    assert (patch.files, patch.edits, patch.whole_patch, patch.binary) == ((), (), "", ())
 
 
-def test_a_binary_patch_names_the_file(git_repo: Path) -> None:
-    text = diff_of(git_repo, {"img.bin": b"\x00\x01\x02"}, {"img.bin": b"\x00\x03\x02\x09"})
-    with pytest.raises(DiffError, match=r"binary.*img\.bin"):
-        parse_patch(text)
+def test_text_that_is_no_diff_is_a_clear_error() -> None:
+    with pytest.raises(DiffError, match=r"no file diffs"):
+        parse_patch("just some words\n")
+
+
+def test_a_binary_file_is_left_out_and_named(git_repo: Path) -> None:
+    only = diff_of(git_repo, {"img.bin": b"\x00\x01\x02"}, {"img.bin": b"\x00\x03\x02\x09"})
+    patch = parse_patch(only)
+    assert (patch.files, patch.edits, patch.whole_patch, patch.binary) == ((), (), "", ("img.bin",))
+    text = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+    for both in (only + text, text.replace("--- a/x", "diff --git a/x b/x\n--- a/x") + only):
+        patch = parse_patch(both)
+        assert patch.binary == ("img.bin",)
+        assert [f.path for f in patch.files] == ["x"] and len(patch.edits) == 1
+        assert "img.bin" not in patch.whole_patch and "+b\n" in patch.whole_patch
 
 
 def test_a_malformed_hunk_names_the_line() -> None:

@@ -19,6 +19,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,71 @@ def the_step(workflow: dict[str, Any], uses: str) -> dict[str, Any]:
     return step
 
 
+# A 1x1 PNG: what a pull request that also changes a picture carries.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082"
+)
+
+
+@dataclass
+class PullRequest:
+    repo: Path
+    statuses: dict[str, int]
+    heads: dict[str, str]
+    review_output: str
+    base: str
+    merged: str
+    runner_temp: Path
+
+
+def run_pull_request(
+    tmp_path: Path,
+    child_env: dict[str, str],
+    workflow: dict[str, Any],
+    change: Callable[[Path], None],
+) -> PullRequest:
+    """The recipe's shell steps on a pull request that makes ``change`` on a branch.
+
+    actions/checkout with fetch-depth 0 is simulated: an origin (the repository itself)
+    fetched whole, and HEAD detached at the pull request merged into its base, as
+    refs/pull/N/merge is (GITHUB_SHA)."""
+    repo = sample_repo(tmp_path)
+    git(["checkout", "-q", "-b", "feature"], repo)
+    change(repo)
+    if git(["status", "--porcelain"], repo).stdout:
+        commit_all(repo, "median for even-length input")
+    git(["remote", "add", "origin", str(repo)], repo)
+    git(["fetch", "-q", "origin"], repo)
+    git(["checkout", "-q", "--detach", BASE_REF], repo)
+    base = head_commit(repo)
+    git(["merge", "-q", "--no-ff", "-m", "Merge feature into main", "feature"], repo)
+    merged = head_commit(repo)
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    env = {**child_env, "RUNNER_TEMP": str(runner_temp), "GITHUB_SHA": merged, CONTROLLER: "1"}
+    statuses = {}
+    review_output = ""
+    heads = {}
+    for name, script in shell_steps(workflow):
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        statuses[name] = done.returncode
+        heads[name] = head_commit(repo)
+        if "--critic22=" in script:
+            review_output = done.stdout + done.stderr
+        else:
+            assert done.returncode == 0, f"step {name!r}:\n{done.stdout}{done.stderr}"
+    return PullRequest(repo, statuses, heads, review_output, base, merged, runner_temp)
+
+
 def test_the_workflow_runs_no_python_in_a_checkout_of_the_pull_request() -> None:
     """Invariant 17 in the recipe: the merge base is checked out before anything is installed
     or run with Python (``python -m`` puts the current folder first on ``sys.path``; the
@@ -126,46 +193,20 @@ def test_the_github_actions_workflow_rejects_the_sample_patch(
     assert artifact["if"] == "always()"
     assert artifact["with"]["path"].split() == ["critic22.json", "critic22.html"]
 
-    # The pull request: a branch that commits the sample's patch, and files that mark the
-    # reviewing process if it imports them. actions/checkout with fetch-depth 0 is
-    # simulated: an origin (the repository itself) fetched whole, and HEAD detached at the
-    # pull request merged into its base, as refs/pull/N/merge is (GITHUB_SHA).
-    repo = sample_repo(tmp_path)
+    # The pull request: a branch that commits the sample's patch, a picture (a binary diff,
+    # listed as not reviewed), and files that mark the reviewing process if it imports them.
     marker = tmp_path / "MARKER"
-    git(["checkout", "-q", "-b", "feature"], repo)
-    git(["apply", str(PATCH)], repo)
-    for name, text in hostile_files(marker).items():
-        (repo / name).write_text(text, encoding="utf-8")
-    commit_all(repo, "median for even-length input")
-    git(["remote", "add", "origin", str(repo)], repo)
-    git(["fetch", "-q", "origin"], repo)
-    git(["checkout", "-q", "--detach", BASE_REF], repo)
-    base = head_commit(repo)
-    git(["merge", "-q", "--no-ff", "-m", "Merge feature into main", "feature"], repo)
-    merged = head_commit(repo)
-    runner_temp = tmp_path / "runner-temp"
-    runner_temp.mkdir()
-    env = {**child_env, "RUNNER_TEMP": str(runner_temp), "GITHUB_SHA": merged, CONTROLLER: "1"}
 
-    statuses = {}
-    review_output = ""
-    heads = {}
-    for name, script in shell_steps(workflow):
-        done = subprocess.run(
-            ["bash", "-e", "-c", script],
-            cwd=repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        statuses[name] = done.returncode
-        heads[name] = head_commit(repo)
-        if "--critic22=" in script:
-            review_output = done.stdout + done.stderr
-        else:
-            assert done.returncode == 0, f"step {name!r}:\n{done.stdout}{done.stderr}"
+    def change(repo: Path) -> None:
+        git(["apply", str(PATCH)], repo)
+        for name, text in hostile_files(marker).items():
+            (repo / name).write_text(text, encoding="utf-8")
+        (repo / "docs").mkdir()
+        (repo / "docs" / "logo.png").write_bytes(PNG)
+
+    pr = run_pull_request(tmp_path, child_env, workflow, change)
+    repo, statuses, heads, review_output = pr.repo, pr.statuses, pr.heads, pr.review_output
+    base, merged, runner_temp = pr.base, pr.merged, pr.runner_temp
     assert list(statuses) == [
         "Save the pull request as a patch and check out its base",
         "Install",
@@ -189,11 +230,34 @@ def test_the_github_actions_workflow_rejects_the_sample_patch(
     report = json.loads((repo / "critic22.json").read_text(encoding="utf-8"))
     assert report["disposition"]["verdict"] == "reject", review_output
     assert report["disposition"]["verified"] == ["preserve[tests/test_stats.py]"]
+    assert "not reviewed (binary): docs/logo.png" in report["notes"]
     # What the upload steps take (their own tests check the formats' contents).
     sarif_file, html_file = repo / "critic22.sarif", repo / "critic22.html"
     assert sarif_file.is_file() and html_file.is_file(), review_output
     assert json.loads(sarif_file.read_text(encoding="utf-8"))["version"] == "2.1.0"
     assert html_file.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.e2e
+def test_a_pull_request_with_nothing_to_review_passes_the_job(
+    tmp_path: Path, child_env: dict[str, str]
+) -> None:
+    """A pull request that only merges (its diff is empty), and one that only changes a
+    picture: nothing to review, PROCEED, and the job passes."""
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    for what, change, note in [
+        ("empty", lambda repo: None, "nothing to review: the patch is empty"),
+        (
+            "picture",
+            lambda repo: (repo / "logo.png").write_bytes(PNG),
+            "nothing to review: the patch changes only binary files",
+        ),
+    ]:
+        pr = run_pull_request(tmp_path / what, child_env, workflow, change)
+        assert pr.statuses["Review"] == 0, pr.review_output
+        report = json.loads((pr.repo / "critic22.json").read_text(encoding="utf-8"))
+        assert report["disposition"]["verdict"] == "proceed"
+        assert note in report["notes"], report["notes"]
 
 
 @pytest.mark.e2e
