@@ -152,4 +152,7 @@ def _cap_lists(evidence: Mapping[str, Any], cap: int) -> dict[str, Any]:
     tests = list(evidence.get("preservation_tests", []))
     if len(tests) > cap:
         out["preservation_tests"] = tests[:cap]
+        if "preservation_found_by" in evidence:
+            found_by = evidence["preservation_found_by"]
+            out["preservation_found_by"] = {t: found_by[t] for t in tests[:cap] if t in found_by}
     return out

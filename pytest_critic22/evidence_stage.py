@@ -64,6 +64,7 @@ def gather_evidence(
     """Impact evidence and preservation obligations into the packet."""
     from pytest_critic22.evidence import changed_line_coverage, fixture_evidence, gather_impact
     from pytest_critic22.impact import bound_evidence
+    from pytest_critic22.measured import Selection
     from pytest_critic22.packet import blind
     from pytest_critic22.runner import detect_pythonpath
     from pytest_critic22.trees import TreeError, Variant
@@ -78,11 +79,40 @@ def gather_evidence(
         svc.ledger.append("impact", {"error": str(exc)})
         test_dir = test_dir_for({}, opts.testpaths, svc.repo)
         return Evidence(packet, test_dir=test_dir, notes=(f"impact evidence unavailable: {exc}",))
-    mode = opts.preservation
-    auto = [t for t in impact.preservation_tests if t not in explicit] if mode == "auto" else []
-    tests = [o for o in explicit if is_nodeid(o)] + auto if mode != "off" else []
+    from pytest_critic22.measured import select_tests
+
+    pythonpath = detect_pythonpath(base_tree, opts.pythonpath)
+    try:
+        selection = select_tests(
+            opts.preservation,
+            patch,
+            impact.preservation_tests,
+            repo=svc.repo,
+            base_commit=svc.trees.base_commit,
+            base_tree=base_tree,
+            cache_dir=state / "cache" / "impact",
+            budget=opts.impact_budget,
+            pythonpath=pythonpath,
+            sandbox=svc.sandbox,
+            scratch=svc.trees.scratch,
+            testpaths=opts.testpaths,
+        )
+    except (GitError, OSError) as exc:
+        selection = Selection(
+            impact.preservation_tests,
+            dict.fromkeys(impact.preservation_tests, "graph"),
+            (f"preservation by the code graph only: no measured map ({exc})",),
+        )
+    if selection.record is not None:
+        svc.ledger.append("impact-map", dict(selection.record))
+    auto = [t for t in selection.tests if t not in explicit]
+    tests = [o for o in explicit if is_nodeid(o)] + auto if opts.preservation != "off" else []
     preservation = group_by_file(tests)
     evidence = dict(impact.evidence)
+    if opts.preservation not in ("explicit", "off"):
+        evidence["preservation_tests"] = list(selection.tests)
+        # How each test was found: the code graph, coverage.py's measured map, or both.
+        evidence["preservation_found_by"] = dict(selection.found_by)
     # The fixtures shown are those of the folder the critic's test is written to.
     test_dir = test_dir_for(preservation, opts.testpaths, svc.repo)
     if evidence.get("fixtures", {}).get("directory") != (test_dir or "."):
@@ -122,7 +152,7 @@ def gather_evidence(
             "packet_digest": packet.digest,
         },
     )
-    notes = []
+    notes = list(selection.notes)
     if impact.unparsed:
         notes.append("files that do not parse: " + ", ".join(impact.unparsed))
     if cut:

@@ -51,6 +51,7 @@ __all__ = [
     "facts_digest",
     "facts_from_dict",
     "facts_to_dict",
+    "file_tests",
     "is_test_path",
     "module_name",
     "module_tests",
@@ -353,11 +354,18 @@ def module_tests(module: str, graph: Mapping[str, FileFacts]) -> list[str]:
         targets = (_canonical(ref.target, exports) for ref in facts.references)
         if not any(t == module or t.startswith(module + ".") for t in targets):
             continue
-        for definition in facts.definitions:
-            test = _test_nodeid(path, definition.qualname)
-            if test and test.count("::") == definition.qualname.count(".") + 1:
-                tests.append(test)
+        tests.extend(file_tests(path, facts))
     return list(dict.fromkeys(tests))
+
+
+def file_tests(path: str, facts: FileFacts) -> list[str]:
+    """The node ids of a test file's test functions and test methods."""
+    tests = []
+    for definition in facts.definitions:
+        test = _test_nodeid(path, definition.qualname)
+        if test and test.count("::") == definition.qualname.count(".") + 1:
+            tests.append(test)
+    return tests
 
 
 def _test_nodeid(path: str, scope: str) -> str | None:

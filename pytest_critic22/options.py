@@ -55,6 +55,8 @@ MAX_DEFAULTS: tuple[tuple[str, int], ...] = (
 
 DEFAULT_TEMPERATURE = 0.2
 DEFAULT_RETRIES = 2
+# How long the base's suite may run under coverage.py for --critic22-preservation=auto.
+DEFAULT_IMPACT_BUDGET = 120.0
 
 #: Why this run's controller does not trust its working tree (set by the plugin's
 #: ``pytest_load_initial_conftests`` under ``--critic22-only``: no conftest.py of it was
@@ -250,7 +252,13 @@ def check_ini(config: pytest.Config) -> dict[str, int]:
         for name, default in MAX_DEFAULTS
     }
     _ini_tuning(config)
+    impact_budget(config)
     return limits
+
+
+def impact_budget(config: pytest.Config) -> float:
+    """``critic22_impact_budget``: seconds (a bad value is a one-line ``pytest.UsageError``)."""
+    return _ini_value(config, "critic22_impact_budget", _seconds, DEFAULT_IMPACT_BUDGET)
 
 
 def _ini_whole_number(key: str, value: object, default: int) -> int:

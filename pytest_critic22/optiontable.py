@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_critic22.options import (
+    DEFAULT_IMPACT_BUDGET,
     DEFAULT_RETRIES,
     DEFAULT_TEMPERATURE,
     MAX_DEFAULTS,
@@ -229,10 +230,14 @@ def _add_run(group: pytest.OptionGroup) -> None:
     group.addoption(
         "--critic22-preservation",
         dest="critic22_preservation",
-        choices=("auto", "explicit", "off"),
+        choices=("auto", "measured", "graph", "all", "explicit", "off"),
         default="auto",
-        help="preservation items: auto (explicit obligations that are test ids, plus existing "
-        "tests that reach the touched symbols), explicit, or off (default auto)",
+        help="which existing tests guard the patch, besides explicit obligations that are test "
+        "ids: graph (tests the code graph sees reach the touched symbols), measured (graph plus "
+        "the tests coverage.py saw execute the touched code on the base; recorded once per base "
+        "commit, cached), auto (measured when the map is cached or the suite runs within "
+        "critic22_impact_budget, else graph), all (every test of the base), explicit (the "
+        "obligations only) or off (default auto)",
     )
     group.addoption(
         "--critic22-allow-incomplete",
@@ -362,6 +367,12 @@ def _add_ini(parser: pytest.Parser) -> None:
         "a command run once in each new tree, inside the sandbox, before any test (e.g. "
         "python -m setuptools_scm --force-write-version-files)",
         default="",
+    )
+    parser.addini(
+        "critic22_impact_budget",
+        "seconds the base's suite may take under coverage.py for --critic22-preservation=auto "
+        f"to measure which tests run the touched code (default {DEFAULT_IMPACT_BUDGET:g})",
+        default=str(DEFAULT_IMPACT_BUDGET),
     )
     parser.addini(
         "critic22_sandbox", "how patch and critic code runs: auto, bwrap or rlimits", default="auto"

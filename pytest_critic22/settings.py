@@ -56,6 +56,7 @@ class ReviewOptions:
     acceptance: str | None = None
     max_packet_chars: int = 60000
     preservation: str = "auto"
+    impact_budget: float = 120.0  # seconds (ini critic22_impact_budget)
     testpaths: tuple[str, ...] = ()
     thresholds: tuple[tuple[str, int], ...] = ()
     only: bool = False
@@ -69,7 +70,7 @@ class ReviewOptions:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ReviewOptions:
-        from pytest_critic22.options import UNTRUSTED_TREE, check_ini, critic_tuning
+        from pytest_critic22.options import UNTRUSTED_TREE, check_ini, critic_tuning, impact_budget
 
         limits = check_ini(config)
         option = config.getoption
@@ -102,6 +103,7 @@ class ReviewOptions:
             acceptance=option("critic22_acceptance"),
             max_packet_chars=option("critic22_max_packet_chars"),
             preservation=option("critic22_preservation"),
+            impact_budget=impact_budget(config),
             testpaths=tuple(str(p) for p in (config.getini("testpaths") or [])),
             thresholds=tuple(limits.items()),
             only=option("critic22_only"),

@@ -1,0 +1,248 @@
+"""Measured test impact (issue 44): preservation finds the tests that *execute* the touched
+code, where the code graph cannot see the call (a fixture-set attribute, a base class reached
+through a subclass's construction), from coverage.py's ``test_function`` contexts recorded
+once per base commit and cached."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_critic22.codescan import scan_file
+from pytest_critic22.diffparse import parse_patch
+from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.measured import (
+    ImpactMap,
+    _as_map,
+    _insertion_points,
+    base_lines,
+    map_key,
+    measured_tests,
+)
+from tests.helpers import write
+
+# Shaped like arrow and marshmallow: tests reach the code through ``self.arrow``, which a
+# conftest fixture sets (``request.cls.arrow = ...``), and through ``Schema()``, a subclass
+# whose base class holds the touched ``__init__``. The graph sees neither call.
+PACKAGE = {
+    "clockwork/__init__.py": "from .arrow import Arrow\n",
+    "clockwork/arrow.py": (
+        "class Arrow:\n"
+        "    def __init__(self, value):\n"
+        "        self.value = value\n"
+        "\n"
+        "    def span(self, width):\n"
+        "        start = self.value - self.value % width\n"
+        "        return (start, start + width)\n"
+        "\n"
+        "    def floor(self, width):\n"
+        "        return self.span(width)[0]\n"
+    ),
+    "clockwork/schema.py": (
+        "class BaseSchema:\n"
+        "    def __init__(self, fields=None):\n"
+        "        self.fields = dict(fields or {})\n"
+        "        self.fields.setdefault('id', int)\n"
+        "\n"
+        "\n"
+        "class Schema(BaseSchema):\n"
+        "    pass\n"
+    ),
+    "tests/conftest.py": (
+        "import pytest\n"
+        "from clockwork import Arrow\n\n"
+        "@pytest.fixture(scope='class')\n"
+        "def arrow_cls(request):\n"
+        "    request.cls.arrow = Arrow(17)\n"
+    ),
+    "tests/test_arrow.py": (
+        "import pytest\n\n"
+        "@pytest.mark.usefixtures('arrow_cls')\n"
+        "class TestArrow:\n"
+        "    def test_span(self):\n"
+        "        assert self.arrow.span(5) == (15, 20)\n\n"
+        "    def test_floor(self):\n"
+        "        assert self.arrow.floor(5) == 15\n\n"
+        "    def test_value(self):\n"
+        "        assert self.arrow.value == 17\n"
+    ),
+    "tests/test_schema.py": (
+        "from clockwork.schema import Schema\n\n"
+        "def test_schema_has_an_id():\n"
+        "    assert Schema().fields == {'id': int}\n\n"
+        "def test_nothing_else():\n"
+        "    assert True\n"
+    ),
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n',
+}
+SPAN = "        start = self.value - self.value % width\n"
+SETDEFAULT = "        self.fields.setdefault('id', int)\n"
+
+
+def make_repo(path: Path) -> Path:
+    write(path, PACKAGE)
+    init_repo(path)
+    with open(path / ".git" / "info" / "exclude", "a") as fh:
+        fh.write("runpytest-current\nstdout\nstderr\n.env\n")
+    return path
+
+
+def regression_patch(repo: Path) -> Path:
+    """Both touched places broken: the span's start, the base class's default field."""
+    arrow = PACKAGE["clockwork/arrow.py"].replace(SPAN, "        start = self.value - width\n")
+    schema = PACKAGE["clockwork/schema.py"].replace(SETDEFAULT, "")
+    write(repo, {"clockwork/arrow.py": arrow, "clockwork/schema.py": schema})
+    diff = git(["diff", "--no-ext-diff"], repo).stdout
+    git(["checkout", "--", "."], repo)
+    out = repo.parent / "patch.diff"
+    out.write_text(diff)
+    return out
+
+
+def review(pytester: pytest.Pytester, patch: Path, *extra: str) -> dict[str, object]:
+    report = pytester.path.parent / "review.json"
+    pytester.runpytest(
+        f"--critic22={patch}",
+        "--critic22-only",
+        "--critic22-reruns=1",
+        f"--critic22-report={report}",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    )
+    return json.loads(report.read_text())
+
+
+def outcomes(document: dict[str, object]) -> dict[str, str]:
+    groups = document["preservation"]
+    assert isinstance(groups, list)
+    return {g["group"]: g["outcome"] for g in groups}
+
+
+def map_records(repo: Path) -> list[dict[str, object]]:
+    lines = (repo / ".critic22" / "ledger.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [e["payload"] for e in events if e.get("event") == "impact-map"]
+
+
+# -- in-process ---------------------------------------------------------------------------
+
+
+def test_contexts_become_node_ids_of_test_files() -> None:
+    contexts = {
+        "pkg/mod.py": {
+            3: ["tests.test_mod.TestA.test_one", "tests.test_mod.test_two"],
+            4: ["test_mod.test_two", "pkg.mod.testing_helper", "tests.test_mod.helper"],
+            9: ["tests.unit.test_x.test_deep"],
+        }
+    }
+    files = ["tests/test_mod.py", "tests/unit/test_x.py"]
+    found = _as_map(contexts, files, 1.0, "passed")
+    assert found.tests_for("pkg/mod.py", [3]) == [
+        "tests/test_mod.py::TestA::test_one",
+        "tests/test_mod.py::test_two",
+    ]
+    # a shorter module name (rootdir import mode) is the same test; a source function named
+    # test* and a helper of a test module are no tests
+    assert found.tests_for("pkg/mod.py", [4]) == ["tests/test_mod.py::test_two"]
+    assert found.tests_for("pkg/mod.py", [9]) == ["tests/unit/test_x.py::test_deep"]
+    assert found.tests_for("pkg/other.py", [3]) == []
+    assert ImpactMap.from_dict(json.loads(json.dumps(found.to_dict()))) == found
+
+
+def test_a_touched_line_reaches_the_lines_of_its_function_on_the_base() -> None:
+    source = PACKAGE["clockwork/arrow.py"]
+    changed = source.replace(SPAN, "        start = self.value - width\n")
+    diff = _diff("clockwork/arrow.py", source, changed)
+    (edit,) = parse_patch(diff).edits
+    facts = scan_file("clockwork/arrow.py", source)
+    assert base_lines(edit, facts) == [5, 6, 7]  # the whole of span, not only line 6
+    inserted = source.replace(SPAN, SPAN + "        start = max(start, 0)\n")
+    (insertion,) = parse_patch(_diff("clockwork/arrow.py", source, inserted)).edits
+    assert _insertion_points(insertion) == [6, 7]
+    assert base_lines(insertion, facts) == [5, 6, 7]
+
+
+def test_measured_tests_skip_edits_of_test_files() -> None:
+    mapped = ImpactMap(("tests/test_a.py::test_a",), {"tests/test_a.py": {1: (0,)}}, 0.0, "")
+    diff = _diff("tests/test_a.py", "x = 1\n", "x = 2\n")
+    assert measured_tests(parse_patch(diff), mapped, {}) == []
+
+
+def test_the_map_key_follows_the_test_files_not_the_code(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    first = map_key(repo, git(["rev-parse", "HEAD"], repo).stdout.strip())
+    write(repo, {"clockwork/arrow.py": "x = 1\n"})
+    git(["commit", "-qam", "code"], repo)
+    code = git(["rev-parse", "HEAD"], repo).stdout.strip()
+    write(repo, {"tests/test_arrow.py": "def test_x():\n    pass\n"})
+    git(["commit", "-qam", "tests"], repo)
+    tests = git(["rev-parse", "HEAD"], repo).stdout.strip()
+    assert len({first, map_key(repo, code), map_key(repo, tests)}) == 3
+
+
+def _diff(path: str, before: str, after: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return f"diff --git a/{path} b/{path}\n" + "".join(lines)
+
+
+# -- end to end ---------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_regressions_the_graph_cannot_see_are_rejected_with_no_critic(
+    pytester: pytest.Pytester,
+) -> None:
+    repo = make_repo(pytester.path)
+    patch = regression_patch(repo)
+
+    graph = review(pytester, patch, "--critic22-preservation=graph")
+    assert graph["disposition"]["verdict"] == "proceed"  # type: ignore[index]
+    assert outcomes(graph) == {"collection": "refuted"}
+
+    measured = review(pytester, patch)  # auto: the suite fits the budget
+    assert measured["disposition"]["verdict"] == "reject"  # type: ignore[index]
+    assert outcomes(measured) == {
+        "collection": "refuted",
+        "tests/test_arrow.py": "verified",
+        "tests/test_schema.py": "verified",
+    }
+    found_by = measured["impact_evidence"]["preservation_found_by"]  # type: ignore[index]
+    assert found_by == {
+        "tests/test_arrow.py::TestArrow::test_span": "measured",
+        "tests/test_arrow.py::TestArrow::test_floor": "measured",
+        "tests/test_schema.py::test_schema_has_an_id": "measured",
+    }
+    assert [r["cached"] for r in map_records(repo)] == [False]
+
+    again = review(pytester, patch)
+    assert outcomes(again) == outcomes(measured)
+    assert [r["cached"] for r in map_records(repo)] == [False, True]
+
+
+@pytest.mark.e2e
+def test_a_suite_over_the_budget_falls_back_to_the_graph_and_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    repo = make_repo(pytester.path)
+    patch = regression_patch(repo)
+    document = review(pytester, patch, "-o", "critic22_impact_budget=0.001")
+    assert document["disposition"]["verdict"] == "proceed"  # type: ignore[index]
+    notes = document["notes"]
+    assert isinstance(notes, list)
+    assert any(
+        n.startswith("preservation by the code graph only: the suite takes longer than 0.001 s")
+        for n in notes
+    ), notes
+    # remembered: the next run with the same budget does not try again
+    review(pytester, patch, "-o", "critic22_impact_budget=0.001")
+    records = map_records(repo)
+    assert len(records) == 2 and all("unavailable" in r for r in records)
+    shutil.rmtree(repo / ".critic22" / "cache" / "impact")
