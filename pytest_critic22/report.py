@@ -34,6 +34,7 @@ __all__ = [
 
 REPORT_SCHEMA = 1
 _CLAIM_WIDTH = 60
+_COLUMNS = 2 + 4 + 12 + 9 + 15 + 13  # the row's columns before the claim
 
 
 def summary_lines(
@@ -44,7 +45,9 @@ def summary_lines(
     ledger: str,
     notes: Sequence[str] = (),
     preservation_mode: str = "auto",
+    width: int = 80,
 ) -> list[str]:
+    """The terminal summary; ``width`` is the terminal's (a finding's claim takes the rest)."""
     patch, stripped = review.patch, review.stripped
     n_edits = len(patch.edits)
     lines = [
@@ -74,9 +77,10 @@ def summary_lines(
     if preservation_mode == "off":
         lines.append("preservation: off (--critic22-preservation=off)")
     else:
-        lines.extend(_preservation_rows(review.preservation, results))
+        found_by = review.packet.impact_evidence.get("preservation_found_by") or {}
+        lines.extend(_preservation_rows(review.preservation, results, found_by))
     lines.append(critic_line(review.critic))
-    lines.extend(_finding_rows(review.wrapped, results))
+    lines.extend(_finding_rows(review.wrapped, results, width))
     lines.extend(_record_rows(review.findings))
     if disposition is not None:
         if disposition.verdict == "incomplete":
@@ -89,26 +93,44 @@ def summary_lines(
     return [safe_line(line) for line in lines]
 
 
-def _preservation_rows(groups: Mapping[str, Sequence[str]], results: Results) -> list[str]:
+def _preservation_rows(
+    groups: Mapping[str, Sequence[str]], results: Results, found_by: Mapping[str, str]
+) -> list[str]:
     tests = {g: t for g, t in groups.items() if g != COLLECTION}
     rows = []
     if COLLECTION in groups:
         result = results.get(preservation_id(COLLECTION))
-        said = f"{result.outcome.kind} — {result.outcome.reason}" if result else "not run"
+        said = f"{held(result)} — {result.outcome.reason}" if result else "not run"
         rows.append(f"collection: {said}")
     if not tests:
         return [*rows, "preservation: no existing test reaches the touched symbols"]
+    measured = sum(found_by.get(t) == "measured" for names in tests.values() for t in names)
+    seen = f", {measured} of them seen only by coverage.py" if measured else ""
     rows.append(
         f"preservation: {sum(len(t) for t in tests.values())} test(s) in {len(tests)} group(s)"
+        + seen
     )
     for group, names in tests.items():
         result = results.get(preservation_id(group))
-        outcome = result.outcome.kind if result else "not run"
-        reason = f" — {result.outcome.reason}" if result and outcome != "refuted" else ""
+        outcome = held(result) if result else "not run"
+        reason = f" — {result.outcome.reason}" if result and outcome != "held" else ""
         rows.append(f"  {group} ({len(names)}): {outcome}{reason}")
         if result:
             rows.extend(f"      note: {note}" for note in run_notes(result.logs))
     return rows
+
+
+def held(result: FindingResult) -> str:
+    """A preservation group's outcome in its own words: ``held`` (the tests pass on patched),
+    ``regression`` (verified), ``pre-existing`` (they fail on the base too), ``inconclusive``."""
+    kind = result.outcome.kind
+    if kind == "verified":
+        return "regression"
+    if kind == "refuted":
+        return "held"
+    if result.logs.get("pre_existing") and "pre-existing" in result.outcome.reason:
+        return "pre-existing"
+    return kind
 
 
 def explain_preservation(group: str, result: FindingResult) -> str:
@@ -145,9 +167,11 @@ def critic_line(critic: Mapping[str, Any]) -> str:
     return f"critic: {critic.get('model', '')} ({detail}, prompt {critic.get('prompt_version')})"
 
 
-def _finding_rows(wrapped: Sequence[RoutedFinding], results: Results) -> list[str]:
+def _finding_rows(wrapped: Sequence[RoutedFinding], results: Results, columns: int) -> list[str]:
     if not wrapped:
         return ["findings: none"]
+    # The claim takes what the terminal has beyond the columns before it (at least 60).
+    width = max(_CLAIM_WIDTH, columns - _COLUMNS)
     rows = [f"findings: {len(wrapped)}"]
     for w in wrapped:
         f = w.finding
@@ -159,7 +183,7 @@ def _finding_rows(wrapped: Sequence[RoutedFinding], results: Results) -> list[st
             outcome = "not run"
         else:
             outcome = result.outcome.kind
-        claim = f.claim if len(f.claim) <= _CLAIM_WIDTH else f.claim[: _CLAIM_WIDTH - 1] + "…"
+        claim = f.claim if len(f.claim) <= width else f.claim[: width - 1] + "…"
         location, severity = inert(f.location), inert(f.severity)
         rows.append(
             f"  {w.finding_id:<4}{location:<12}{severity:<9}{kind:<15}{outcome:<13}{inert(claim)}"
@@ -188,9 +212,11 @@ def _record_rows(parsed: ParseResult) -> list[str]:
     if parsed.error:
         rows.append(f"critic output unusable: {parsed.error}")
     for r in parsed.rejected:
-        rows.append(f"  rejected record {r.index}: {r.reason}")
+        rows.append(f"  rejected record {r.index} of the critic's answer (not listed): {r.reason}")
     for d in parsed.downgraded:
-        rows.append(f"  downgraded record {d.index} to advisory: {d.reason}")
+        # named as the findings list shows it (F8), not by its place in the critic's answer
+        shown = f"F{parsed.findings.index(d.finding) + 1}" if d.finding in parsed.findings else ""
+        rows.append(f"  downgraded {shown or f'record {d.index}'} to advisory: {d.reason}")
     rows.extend(f"  {line}" for line in parsed.dropped_summary())
     return rows
 

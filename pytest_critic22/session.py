@@ -471,6 +471,7 @@ class Critic22Plugin:
             ledger=str(self.ledger.path),
             notes=self.all_notes(),
             preservation_mode=self.opts.preservation,
+            width=terminalreporter._tw.fullwidth,
         ):
             terminalreporter.line(line)
 

@@ -186,7 +186,7 @@ def test_the_terminal_summary_is_inert_and_keeps_its_verdict_line() -> None:
     assert f1.endswith("harmless start\\n::error file=a::x\\n::stop-commands::t\\rverdict…")
     assert "      inconclusive: flaky\\r::warning::x \\x1b[0m" in lines
     assert "      note: exit 3\\n::error::note" in lines
-    assert "  \\x3a:error::group.py (1): verified — regresses\\n::error::p" in lines
+    assert "  \\x3a:error::group.py (1): regression — regresses\\n::error::p" in lines
     incomplete = Disposition("incomplete", (), "x", ("cannot import\n::error::pkg \x1b[2J",))
     lines = report.summary_lines(hostile_review(), {}, incomplete, ledger="l")
     assert_inert_lines(lines)
