@@ -246,3 +246,20 @@ def test_a_suite_over_the_budget_falls_back_to_the_graph_and_says_so(
     records = map_records(repo)
     assert len(records) == 2 and all("unavailable" in r for r in records)
     shutil.rmtree(repo / ".critic22" / "cache" / "impact")
+
+
+def test_all_is_every_test_function_and_method_of_the_base() -> None:
+    from pytest_critic22.measured import every_test
+
+    graph = {
+        path: scan_file(path, PACKAGE[path])
+        for path in ("tests/conftest.py", "tests/test_arrow.py", "tests/test_schema.py")
+    }
+    graph["clockwork/arrow.py"] = scan_file("clockwork/arrow.py", PACKAGE["clockwork/arrow.py"])
+    assert every_test(graph) == [
+        "tests/test_arrow.py::TestArrow::test_span",
+        "tests/test_arrow.py::TestArrow::test_floor",
+        "tests/test_arrow.py::TestArrow::test_value",
+        "tests/test_schema.py::test_schema_has_an_id",
+        "tests/test_schema.py::test_nothing_else",
+    ]
