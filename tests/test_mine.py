@@ -346,6 +346,47 @@ def test_bad_input_is_one_clear_error_before_any_tree(
     assert message in err and not (tmp_path / "p.json").exists()
 
 
+def test_out_makes_its_folders(
+    history: tuple[Path, dict[str, str]], mined: dict[str, Any], tmp_path: Path
+) -> None:
+    """``--out new/folder/p.json`` where neither folder exists (issue 43): made, and the
+    population written there is the module's (its commits taken from the module's cache)."""
+    repo, _ = history
+    out = tmp_path / "new" / "folder" / "p.json"
+    cache = mined["out"] / "cache"
+    code, err = run_cli("mine", str(repo), "--out", str(out), "--cache", str(cache))
+    assert code == 0, err
+    assert "0 examined now" in err and f"wrote {out} (2 cases" in err
+    written = json.loads(out.read_text())
+    expected = mined["population"]["cases"]
+    assert [c["id"] for c in written["cases"]] == [c["id"] for c in expected]
+    for ours_, theirs in zip(written["cases"], expected, strict=True):
+        assert ours_["patch"].startswith("p.cases/")
+        assert (out.parent / ours_["patch"]).read_text() == (
+            mined["out"] / theirs["patch"]
+        ).read_text()
+    assert not [p.name for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporaries
+
+
+def test_out_is_one_clear_error_when_its_folder_cannot_be_made(
+    history: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, _ = history
+    (tmp_path / "a-file").write_text("")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / ".critic22").symlink_to(elsewhere, target_is_directory=True)
+    for out, message in (
+        (tmp_path / "a-file" / "p.json", "--out: cannot make folder"),
+        (tmp_path / ".critic22" / "mined" / "p.json", ".critic22 is a symbolic link"),
+        (tmp_path, "is a folder; name the population file"),
+    ):
+        code, err = run_cli("mine", str(repo), "--out", str(out), "--cache", str(tmp_path / "c"))
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith("critic22 mine: error: ") and message in err
+    assert not list(elsewhere.iterdir()) and not (tmp_path / "c").exists()
+
+
 def test_a_folder_outside_git_is_refused(tmp_path: Path) -> None:
     code, err = run_cli("mine", str(tmp_path), "--out", str(tmp_path / "p.json"))
     assert code == 2 and "is not inside a git repository" in err

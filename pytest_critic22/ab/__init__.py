@@ -46,7 +46,13 @@ The decision rule (spec §9.6) keeps the critic iff (1) recall is strictly highe
 critic than without, (2) the over-veto is not worse than the validator alone's — compared on
 what reaches a verdict, the false rejection rate, since the validator alone makes no claims of
 its own (0 of 0) — and (3) removing the critic degrades at least one measure (recall, or false
-rejections) beyond noise. Otherwise: remove the critic, an empty L column.
+rejections) beyond noise. Otherwise: remove the critic, an empty L column (the spec's "L column"
+lists the learned parts of a review, at most the critic; empty, the validator decides alone,
+a correct state). A decision needs data: with fewer than :data:`MIN_DEFECTIVE` defective cases
+measured (5: the fewest in which an exact one-sided McNemar test can reach :data:`ALPHA`, so
+fewer could never show a recall gain beyond noise) or fewer than :data:`MIN_GOOD` good cases
+(1: none, and clause 2 compares nothing), the report says "not enough data" and neither keeps
+nor removes.
 
 The hidden ground-truth tests are read only by :func:`run_ground_truth`, after the reviews,
 on a copy of the patched tree; they never reach a plugin input. Every run is cached under
@@ -104,6 +110,8 @@ from pytest_critic22.ab.runs import (
 )
 from pytest_critic22.ab.stats import (
     ALPHA,
+    MIN_DEFECTIVE,
+    MIN_GOOD,
     Ablation,
     ArmMetrics,
     Clause,
@@ -115,6 +123,7 @@ from pytest_critic22.ab.stats import (
     arm_metrics,
     compare,
     decide,
+    fewest_discordant,
     mcnemar,
     mean_interval,
     paired,
@@ -126,6 +135,8 @@ __all__ = [
     "ALPHA",
     "ARMS",
     "CONFIDENCE_THRESHOLD",
+    "MIN_DEFECTIVE",
+    "MIN_GOOD",
     "AbReport",
     "AbRun",
     "Ablation",
@@ -155,6 +166,7 @@ __all__ = [
     "choose_critic",
     "compare",
     "decide",
+    "fewest_discordant",
     "load_population",
     "main",
     "materialize",

@@ -15,6 +15,7 @@ from pytest_critic22.ab.driver import run_population
 from pytest_critic22.ab.population import PopulationError, choose_critic, load_population
 from pytest_critic22.ab.render import render
 from pytest_critic22.ab.runs import RunOptions
+from pytest_critic22.ab.stats import MIN_DEFECTIVE, MIN_GOOD
 
 
 def default_cache() -> Path:
@@ -31,13 +32,17 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="critic22 ab",
         description="Critic-on vs critic-off on a labelled population of patches (spec §9): "
-        "recall and over-veto together, ablations, and the keep-or-remove rule.",
+        "recall and over-veto together, ablations, and the keep-or-remove rule (§9.6), which "
+        f"needs at least {MIN_DEFECTIVE} defective and {MIN_GOOD} good case(s) measured: with "
+        "fewer, the answer is 'not enough data'.",
     )
     parser.add_argument("population", type=Path, metavar="POPULATION", help="population JSON")
     parser.add_argument(
         "--critic",
-        metavar="recorded:NAME|model",
-        help="the critic of the critic arms: a recorded set, or the live model of "
+        metavar="recorded:NAME|replay:DIR|model",
+        help="the critic of the critic arms: recorded:NAME, a recorded set of the population; "
+        "replay:DIR, a folder of answers <case id>.json or .txt (critic22 mine --oracle DIR, "
+        "or --record DIR of a model run; no model needed); or model, the live model of "
         "--critic22-model (the default when that is given)",
     )
     parser.add_argument("--critic22-model", metavar="MODEL", help="litellm model string")

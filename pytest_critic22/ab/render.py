@@ -198,11 +198,8 @@ def render(report: AbReport) -> str:
         f"  wall s / case    {_signed(report.wall_difference)} (mean paired difference, 95% t "
         "interval)",
         "",
-        "decision (spec §9.6): "
-        + ("KEEP the critic" if report.decision.keep else "REMOVE the critic — an empty L column"),
+        *_decision_lines(report.decision),
     ]
-    for clause in report.decision.clauses:
-        lines.append(f"  [{'yes' if clause.holds else 'no '}] {clause.text}: {clause.detail}")
     lines.append("ablations (spec §9.5), each against b on the same cases:")
     for item in report.ablations:
         lines.append("  " + _ablation_line(item, report.arms))
@@ -211,6 +208,30 @@ def render(report: AbReport) -> str:
     for case_id, why in report.excluded.items():
         lines.append(f"excluded: {case_id}: {why}")
     return "\n".join(lines) + "\n"
+
+
+#: Spec §9.6 in plain words, printed under the decision.
+RULE_IN_WORDS = (
+    "  in words: keep the critic only if it catches more defects than the validator alone (a), "
+    "rejects no more good patches, and removing it loses something beyond noise;",
+    "  an empty L column: no learned model in the review (L, the spec's column of learned "
+    "parts, holds at most the critic) — the validator decides alone, a correct state",
+)
+
+
+def _decision_lines(decision: Decision) -> list[str]:
+    if decision.keep is None:
+        lines = [
+            f"decision (spec §9.6): {decision.headline}",
+            f"  {decision.shortfall}; the clauses on these cases, for information:",
+        ]
+    elif decision.keep:
+        lines = ["decision (spec §9.6): KEEP the critic"]
+    else:
+        lines = ["decision (spec §9.6): REMOVE the critic — an empty L column"]
+    for clause in decision.clauses:
+        lines.append(f"  [{'yes' if clause.holds else 'no '}] {clause.text}: {clause.detail}")
+    return [*lines, *RULE_IN_WORDS]
 
 
 def _count(n: int) -> str:

@@ -10,7 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pytest_critic22.ab.arms import MECHANISMS, CaseResult, arm_case
 
@@ -277,22 +277,79 @@ class Clause:
     detail: str
 
 
+def fewest_discordant(alpha: float = ALPHA) -> int:
+    """The fewest paired cases in which the exact one-sided McNemar test can fall below
+    ``alpha``: every one of n cases going the same way gives p = 0.5**n, its smallest value."""
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"need 0 < alpha <= 1, got {alpha}")
+    n = 1
+    while mcnemar(n, 0)[1] >= alpha:
+        n += 1
+    return n
+
+
+#: The fewest defective cases the §9.6 rule decides on: with fewer, a recall gain can never be
+#: beyond noise (clause 3), and "remove" would be the only possible answer — the rule's verdict
+#: on the data it lacks. 5 at ALPHA = 0.05 (0.5**4 = 0.0625, 0.5**5 = 0.031). (Clause 3 could
+#: hold on false rejections alone, but only by the critic arm rejecting fewer good patches
+#: than the validator alone, whose items it runs too: by chance, not by the critic.)
+MIN_DEFECTIVE = fewest_discordant(ALPHA)
+#: The fewest good cases: with none, "no more over-veto than the validator alone" (clause 2)
+#: compares nothing, and recall would be reported without its over-veto.
+MIN_GOOD = 1
+
+Verdict = Literal["keep", "remove", "not enough data"]
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    keep: bool
+    """The §9.6 rule applied to ``defective`` and ``good`` cases measured in both arms.
+
+    ``keep`` is None when there are fewer cases than the rule needs (``needs``: defective,
+    good; :data:`MIN_DEFECTIVE` and :data:`MIN_GOOD` at :data:`ALPHA`): then the clauses are
+    there for information and nothing is decided.
+    """
+
+    keep: bool | None
     clauses: tuple[Clause, ...]
+    defective: int = 0
+    good: int = 0
+    needs: tuple[int, int] = (MIN_DEFECTIVE, MIN_GOOD)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.keep is None:
+            return "not enough data"
+        return "keep" if self.keep else "remove"
 
     @property
     def headline(self) -> str:
+        if self.keep is None:
+            return f"not enough data: {self.defective} defective, {self.good} good measured"
         if self.keep:
             return "keep the critic"
         return "remove the critic — an empty L column"
 
+    @property
+    def shortfall(self) -> str:
+        """What the rule needs and did not get ("" when it had enough)."""
+        if self.keep is not None:
+            return ""
+        defective, good = self.needs
+        return (
+            f"the rule needs at least {defective} defective cases (with fewer, a recall gain "
+            f"can never be beyond noise) and at least {good} good case{'s' if good != 1 else ''}"
+            " (to compare false rejections)"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "keep": self.keep,
-            "decision": "keep" if self.keep else "remove",
+            "decision": self.verdict,
             "headline": self.headline,
+            "measured": {"defective": self.defective, "good": self.good},
+            "needs": {"defective": self.needs[0], "good": self.needs[1]},
+            "shortfall": self.shortfall,
             "clauses": [
                 {"text": c.text, "holds": c.holds, "detail": c.detail} for c in self.clauses
             ],
@@ -315,7 +372,8 @@ def decide(
     false_rejection: Paired,
     alpha: float = ALPHA,
 ) -> Decision:
-    """Spec §9.6. ``recall`` and ``false_rejection`` pair ``on`` (first) with ``off`` (second)."""
+    """Spec §9.6. ``recall`` and ``false_rejection`` pair ``on`` (first) with ``off`` (second);
+    the cases they pair are the ones measured. Too few of them: no decision (``keep`` None)."""
     higher = (
         on.recall.value is not None
         and off.recall.value is not None
@@ -353,7 +411,11 @@ def decide(
             f"(one-sided p = {_p(false_rejection.p_second_more)}); alpha = {alpha:g}"
         ),
     )
-    return Decision(c1.holds and c2.holds and c3.holds, (c1, c2, c3))
+    defective, good = recall.n, false_rejection.n
+    needs = (fewest_discordant(alpha), MIN_GOOD)
+    enough = defective >= needs[0] and good >= needs[1]
+    keep = c1.holds and c2.holds and c3.holds if enough else None
+    return Decision(keep, (c1, c2, c3), defective, good, needs)
 
 
 @dataclass(frozen=True, slots=True)

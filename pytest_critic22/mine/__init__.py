@@ -1,8 +1,9 @@
 """``critic22 mine``: a labelled population from the repository's own history.
 
-Every bug-fix commit that changed tests is a good patch with tests that prove it; a small
-wrong variant of the fix that the old tests still accept is a defective patch whose defect
-is known. The stages, pure ones apart from I/O:
+Every small commit that changes code and a test that fails before it and passes after (a bug
+fix or a feature alike) is a good patch with tests that prove it; a small wrong variant of it
+that the old tests still accept is a defective patch whose defect is known. The stages, pure
+ones apart from I/O:
 :mod:`~pytest_critic22.mine.select` (which commits are candidates; pure),
 :mod:`~pytest_critic22.mine.mutants` (operator mutants of a fix's added lines; pure),
 :mod:`~pytest_critic22.mine.outcomes` (per-test outcomes as node ids; pure),

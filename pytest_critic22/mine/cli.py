@@ -21,12 +21,20 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="critic22 mine",
         description="A labelled population for critic22 ab from the repository's own history: "
-        "per small bug fix with tests, the fix (good) and one operator mutant of its added "
-        "lines that the old tests still accept (defective), with the fix's tests as the "
-        "hidden ground truth.",
+        "per small commit that changes code and adds or changes a test that fails before it and "
+        "passes after (bug fixes and features alike), the commit (good) and one operator "
+        "mutant of its added lines that the old tests still accept (defective), with the "
+        "commit's tests as the hidden ground truth.",
     )
     parser.add_argument("repo", nargs="?", type=Path, default=Path("."), metavar="REPO")
-    parser.add_argument("--out", type=Path, required=True, metavar="POPULATION", help="JSON")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="POPULATION",
+        help="the population JSON to write (its folders are made; patches go beside it in "
+        "<name>.cases/)",
+    )
     parser.add_argument("--since", metavar="DATE", help="only commits since DATE (git's dates)")
     parser.add_argument("--max-cases", type=int, metavar="N", help="stop after N kept fixes")
     parser.add_argument(
@@ -117,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     repo = toplevel(args.repo.resolve())
     if repo is None:
         return _error(f"{args.repo} is not inside a git repository")
-    if not args.out.parent.resolve().is_dir():
-        return _error(f"--out: folder {args.out.parent} does not exist")
+    problem = _make_out_folder(args.out)
+    if problem:
+        return _error(problem)
     try:
         head = head_commit(repo)
     except RuntimeError:
@@ -186,6 +195,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     return 0
+
+
+def _make_out_folder(out: Path) -> str:
+    """Make ``--out``'s folder (with its parents) before any commit is examined, so a bad
+    path is one line now rather than after the mining; "" when done, else why not."""
+    from pytest_critic22.statedir import StateLinkError, make_folder
+
+    if out.is_dir():
+        return f"--out: {out} is a folder; name the population file, e.g. {out / 'population.json'}"
+    try:
+        make_folder(out.parent)  # no link followed inside a .critic22 folder
+    except StateLinkError as exc:
+        return f"--out: {exc}"
+    except OSError as exc:
+        return f"--out: cannot make folder {out.parent}: {exc.strerror or exc}"
+    return ""
 
 
 def _default_cache() -> Path:

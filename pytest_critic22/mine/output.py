@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_critic22.mine.assemble import assemble, case_ids, oracle_answer
 from pytest_critic22.mine.driver import MineRun
 from pytest_critic22.mine.select import MineSettings
+from pytest_critic22.statedir import write_file
 
 __all__ = ["summary_lines", "write_outputs"]
 
@@ -79,7 +79,6 @@ def write_outputs(
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Atomically, its folders made: a temporary file beside it (``O_EXCL``, no link
+    followed inside a ``.critic22`` folder), then renamed over it."""
+    write_file(path, text)
