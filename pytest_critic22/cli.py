@@ -30,7 +30,7 @@ commands:
   demo   review a bundled sample patch with its recorded critic output (no model)
   ab     measure the critic against its own absence on a labelled patch population
   loop   review -> fix -> re-review a patch until execution acquits it
-  mine   a labelled patch population from the repository's own bug fixes
+  mine   a labelled patch population from the repository's own tested commits
 
 Run critic22 COMMAND -h for a command's options.
 """
