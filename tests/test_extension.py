@@ -188,8 +188,8 @@ def test_collect_only_lists_replayed_findings_checked_without_trees(
     assert "::F4" not in result.stdout.str() and "::F5" not in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*downgraded record 4 to advisory: static: unknown check*",
-            "*downgraded record 5 to advisory: counterfactual: tests/test_gone.py is not a file*",
+            "*downgraded F4 to advisory: static: unknown check*",
+            "*downgraded F5 to advisory: counterfactual: tests/test_gone.py is not a file*",
         ]
     )
     assert not (pytester.path / ".critic22" / "ledger.jsonl").exists()

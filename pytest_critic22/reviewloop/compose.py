@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_critic22.diffparse import mend_diff
+from pytest_critic22.diffmend import mend_diff
 from pytest_critic22.gitio import git
 
 __all__ = ["ComposeError", "Composed", "candidate_sources", "compose"]
