@@ -63,7 +63,7 @@ test:, counterfactual:, static:, trace: or property: (got 'Benchmark it on a mil
 
 | group | tests | outcome |
 | --- | --- | --- |
-| tests/test\\_stats.py | 1 | **verified**<br>test\\_mean\\_empty regresses |
+| tests/test\\_stats.py | 1 | **regression**<br>test\\_mean\\_empty regresses |
 
 ### Artifacts
 
@@ -190,11 +190,28 @@ def test_no_findings_and_no_preservation_say_so() -> None:
 
 
 class Reporter:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
+    """pytest's TerminalReporter as a format writes to it: ``write_line`` starts a new line
+    only when pytest knows it is mid-line (``currentfspath``), as under ``-v`` and the default
+    verbosity; ``-q``'s progress leaves it unset with the writer mid-line."""
+
+    def __init__(self, progress: str = "", *, knows: bool = False) -> None:
+        self.text = progress
+        self.currentfspath: object = "tests/test_x.py" if knows and progress else None
+        self._tw = SimpleNamespace(width_of_current_line=len(progress))
+
+    def write(self, content: str) -> None:
+        self.text += content
+        self._tw.width_of_current_line = len(self.text.rsplit("\n", 1)[-1])
 
     def write_line(self, line: str) -> None:
-        self.lines.append(line)
+        if self.currentfspath:  # pytest's ensure_newline()
+            self.write("\n")
+            self.currentfspath = None
+        self.write(line + "\n")
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
 
 
 def _config(tmp_path: Path, reporter: Reporter | None, **options: str) -> Any:
@@ -275,6 +292,19 @@ def test_a_summary_that_cannot_be_written_is_one_line_not_a_crash(
     assert reporter.lines[-1].startswith("critic22: cannot append the job summary to ")
 
 
+@pytest.mark.parametrize("knows", [False, True], ids=["-q", "default"])
+def test_every_annotation_starts_a_line_after_the_progress_dots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, knows: bool
+) -> None:
+    # Issue 43: under -q the first annotation followed ".s   [100%]" on its line, and the
+    # runner reads a workflow command only at a line's start: every annotation was lost.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    reporter = Reporter(".s" + " " * 70 + "[100%]", knows=knows)
+    _finish(_config(tmp_path, reporter))
+    assert reporter.lines == [".s" + " " * 70 + "[100%]", *ANNOTATIONS]
+
+
 def test_credentials_in_a_reason_are_scrubbed_from_annotations_and_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -289,3 +319,55 @@ def test_credentials_in_a_reason_are_scrubbed_from_annotations_and_summary(
     assert "hunter2-very-secret" not in "\n".join(reporter.lines)
     assert "hunter2-very-secret" not in summary.read_text(encoding="utf-8")
     assert any("output said ***" in line for line in reporter.lines)
+
+
+# -- at the start of a line on pytest's own terminal, whatever the verbosity -----------------
+
+_SAYS = """
+from pytest_critic22.formats import say
+
+def pytest_sessionfinish(session):
+    say(session.config, "::notice file=a.py,line=1::one", command=True)
+    say(session.config, "::warning file=a.py,line=2::two", command=True)
+"""
+
+
+@pytest.mark.parametrize("verbosity", ["-qq", "-q", "-rN", "-v"])
+def test_a_workflow_command_starts_a_line_on_pytests_terminal(
+    pytester: pytest.Pytester, verbosity: str
+) -> None:
+    pytester.makeconftest(_SAYS)
+    pytester.makepyfile(
+        "import pytest\n\ndef test_a():\n    pass\n\ndef test_b():\n    pytest.skip('no')\n"
+    )
+    result = pytester.runpytest(verbosity, "-p", "no:cacheprovider")
+    assert result.ret == 0
+    commands = [line for line in result.outlines if "::" in line and "file=a.py" in line]
+    assert commands == ["::notice file=a.py,line=1::one", "::warning file=a.py,line=2::two"]
+
+
+# -- end to end: a real review as under GitHub Actions, with -q and with -v ------------------
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+@pytest.mark.parametrize("verbosity", ["-q", "-v"])
+def test_every_annotation_of_a_real_review_starts_a_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, verbosity: str
+) -> None:
+    from tests.e2e import case_args, make_sample
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    make_sample(pytester, "textstats")
+    args = case_args("textstats", "median-drops-guard")
+    result = pytester.runpytest_subprocess(*args, "--critic22-reruns=1", verbosity)
+    assert result.ret == 1
+    text = "\n".join(result.outlines)
+    # every "::error"/"::warning"/"::notice" is a line's first characters, none mid-line
+    assert text.count("::error ") == text.count("\n::error ") == 3  # F1, F2, preservation
+    assert text.count("::notice ") == text.count("\n::notice ") == 2  # F4, F5
+    assert "::warning " not in text
+    # the regression is annotated at the def of the failing test, test_mean_empty
+    (regression,) = [line for line in result.outlines if line.startswith("::error file=tests/")]
+    assert regression.startswith("::error file=tests/test_stats.py,line=10,endLine=10,")

@@ -4,6 +4,7 @@ reached an outcome, located at its edit, fingerprinted by (edit, claim)."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cache
@@ -18,8 +19,10 @@ from pytest_critic22 import __version__
 from pytest_critic22.checks import REGISTRY
 from pytest_critic22.diffparse import parse_patch
 from pytest_critic22.finding import ReviewFinding, parse_findings
-from pytest_critic22.formats import sarif
-from pytest_critic22.kinds.base import Procedure
+from pytest_critic22.formats import locations, sarif
+from pytest_critic22.gitio import git
+from pytest_critic22.kinds import builtin_kinds
+from pytest_critic22.kinds.base import Procedure, kind_description
 from pytest_critic22.packet import build_packet
 from pytest_critic22.procedures import FindingResult
 from pytest_critic22.review import Review, RoutedFinding, RunInfo, preservation_id, route_findings
@@ -96,6 +99,64 @@ def drops_results() -> dict[str, FindingResult]:
             preservation_id("tests/test_stats.py"), "verified", "test_mean_empty regresses"
         ),
     }
+
+
+#: SARIF 2.1.0 §3.27.9 and §3.27.10.
+KINDS = ("notApplicable", "pass", "fail", "review", "open", "informational")
+LEVELS = ("none", "note", "warning", "error")
+
+
+def _prompt_lines() -> set[str]:
+    """Every line of text the critic's prompt shows for a kind (its grammar), stripped."""
+    lines = set()
+    for kind in builtin_kinds():
+        lines |= {line.strip() for line in str(kind.grammar).splitlines()}
+    return {line for line in lines if len(line) >= 20}  # "run:" is no quotation
+
+
+def spec_problems(document: Mapping[str, Any]) -> list[str]:
+    """What SARIF 2.1.0 and code scanning ask beyond the schema: each result's (kind, level)
+    pair per §3.27.10 (a kind other than "fail" has level "none"; an absent kind is "fail"),
+    and rule descriptions that are a developer's sentences: no placeholder, no prompt text."""
+    problems = []
+    (run,) = document["runs"]
+    for entry in run["results"]:
+        kind, level = entry.get("kind", "fail"), entry.get("level")
+        where = f"result {entry['properties']['finding_id']}"
+        if kind not in KINDS or (level is not None and level not in LEVELS):
+            problems.append(f"{where}: ({kind!r}, {level!r}) is no SARIF kind and level")
+        elif kind != "fail" and level not in (None, "none"):
+            problems.append(f"{where}: kind {kind!r} with level {level!r} (§3.27.10: none)")
+    prompt = _prompt_lines()
+    for rule in run["tool"]["driver"]["rules"]:
+        for field in ("shortDescription", "fullDescription"):
+            text = rule[field]["text"]
+            if "{" in text or "}" in text or "\n" in text or not text.endswith("."):
+                problems.append(f"rule {rule['id']} {field}: not a sentence: {text!r}")
+            if any(line in text for line in prompt):
+                problems.append(f"rule {rule['id']} {field}: the critic's prompt: {text!r}")
+    return problems
+
+
+def patched_def_line(tmp_path: Path, sample: str, case: str, path: str, test: str) -> int:
+    """The line of ``def TEST(`` in ``path`` of the sample's repository with the case's patch
+    applied by git: what a preservation regression's location must say."""
+    tree = tmp_path / "patched"
+    shutil.copytree(SAMPLES_DIR / sample / "repo", tree)
+    git(["apply", str(case_dir(sample, case) / "patch.diff")], tree)
+    lines = (tree / path).read_text(encoding="utf-8").splitlines()
+    (line_no,) = [n for n, line in enumerate(lines, 1) if line.startswith(f"def {test}(")]
+    return line_no
+
+
+def sample_sources(sample: str) -> locations.Sources:
+    """The sample repository's files: the base a review of one of its cases reads."""
+
+    def read(path: str) -> str | None:
+        file = SAMPLES_DIR / sample / "repo" / path
+        return file.read_text(encoding="utf-8") if file.is_file() else None
+
+    return read
 
 
 def results_of(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -179,6 +240,8 @@ def test_levels_follow_the_outcomes_and_refuted_or_unrun_findings_are_no_results
         "preserve[tests/test_stats.py]": "error",  # a verified regression
     }
     assert "F3" not in found  # refuted
+    assert {r["kind"] for r in found.values()} == {"fail"}  # §3.27.10: else level "none"
+    assert spec_problems(document) == []
     unrun = sarif.sarif_document(drops_review(), {}, REJECT, RUN)
     assert set(results_of(unrun)) == {"F4", "F5"}  # blocking findings that never ran: none
 
@@ -203,13 +266,20 @@ def test_a_result_says_claim_outcome_and_the_decisive_reason() -> None:
     assert found["F4"]["properties"]["trees"] == {}
 
 
-def test_a_preservation_regression_is_located_at_line_1_of_its_test_file() -> None:
+def test_a_preservation_regression_is_located_at_its_failing_tests_def(tmp_path: Path) -> None:
+    # Issue 43: it was line 1 of the test file, whatever test failed.
     group = "tests/test_stats.py"
     results = drops_results()
-    found = results_of(sarif.sarif_document(drops_review(), results, REJECT, RUN))
-    entry = found[preservation_id(group)]
+    sources = sample_sources("textstats")
+    document = sarif.sarif_document(drops_review(), results, REJECT, RUN, sources=sources)
+    entry = results_of(document)[preservation_id(group)]
     assert entry["ruleId"] == "preservation"
-    assert region(entry) == ("tests/test_stats.py", 1, 1, 1, 1)
+    line = patched_def_line(tmp_path, "textstats", "median-drops-guard", group, "test_mean_empty")
+    width = len("def test_mean_empty():")
+    assert region(entry) == ("tests/test_stats.py", line, 1, line, width + 1)
+    # the base's files unread (no session's repository): the file's first line
+    found = results_of(sarif.sarif_document(drops_review(), results, REJECT, RUN))
+    assert region(found[preservation_id(group)]) == ("tests/test_stats.py", 1, 1, 1, 1)
     assert entry["message"]["text"] == (
         "the patch breaks existing tests in tests/test_stats.py "
         "(preserve[tests/test_stats.py] verified: test_mean_empty regresses)"
@@ -358,6 +428,108 @@ def test_the_fingerprint_follows_the_edit_content_not_its_line_numbers() -> None
     assert fingerprints[0] == fingerprints[1] != fingerprints[2]
 
 
+# -- a preservation group's failing test ----------------------------------------------------
+
+TESTS = """\
+import pytest
+
+
+def test_one():
+    pass
+
+
+class TestGroup:
+    @pytest.mark.parametrize("x", [1, 2])
+    def test_two(self, x):
+        pass
+"""
+
+
+def _files(files: Mapping[str, str]) -> locations.Sources:
+    return lambda path: files.get(path)
+
+
+def test_the_def_line_follows_classes_and_drops_parameters() -> None:
+    assert locations.def_line_of(TESTS, "tests/test_x.py::test_one") == 4
+    assert locations.def_line_of(TESTS, "tests/test_x.py::TestGroup::test_two[1]") == 10
+    assert locations.def_line_of(TESTS, "tests/test_x.py::test_two") is None
+    assert locations.def_line_of(TESTS, "tests/test_x.py::Nope::test_two") is None
+    assert locations.def_line_of("def broken(:\n", "t.py::broken") is None
+
+
+def test_the_failing_test_is_found_in_the_patched_file_not_the_bases() -> None:
+    # three lines added above test_one: its def moves from line 4 to line 7 of the patched file
+    text = _patch("@@ -1,1 +1,4 @@\n import pytest\n+import os\n+\n+X = os.sep\n", path="t.py")
+    patch = parse_patch(text)
+    base = _files({"t.py": TESTS})
+    where = locations.locate_test(patch, "t.py", ["t.py::nope", "t.py::test_one"], base)
+    assert (where.path, where.start_line, where.end_line) == ("t.py", 7, 7)
+    assert where.end_column == len("def test_one():") + 1
+    # a file the patch leaves alone is read as the base has it
+    assert locations.locate_test(patch, "u.py", ["u.py::test_one"], _files({"u.py": TESTS})) == (
+        locations.Location("u.py", 4, 4, 1, len("def test_one():") + 1)
+    )
+    # unreadable, a hunk that does not fit the base, or no such test: the file's first line
+    assert locations.locate_test(patch, "t.py", ["t.py::test_one"], _files({})).start_line == 1
+    other = _files({"t.py": "import os\n" + TESTS})
+    assert locations.locate_test(patch, "t.py", ["t.py::test_one"], other).start_line == 1
+    assert locations.locate_test(patch, "t.py", ["t.py::nope"], base).start_line == 1
+
+
+def test_the_failing_tests_are_read_from_the_results_logs() -> None:
+    tests = ("tests/test_x.py::test_a", "tests/test_x.py::C::test_b", "tests/test_x.py::test_c")
+    patched = {"tests.test_x::test_a": "failed", "tests.test_x.C::test_b": "error"}
+    logs: dict[str, Any] = {"patched": [{"tests": {**patched, "tests.test_x::test_c": "passed"}}]}
+    outcome = Outcome("verified", "regression")
+    found = locations.failing_tests(tests, FindingResult("preserve[x]", outcome, "base", logs))
+    assert found == ["tests/test_x.py::test_a", "tests/test_x.py::C::test_b"]
+    logs["pre_existing"] = ["tests/test_x.py::test_a"]  # fails on the base too: not the patch's
+    found = locations.failing_tests(tests, FindingResult("preserve[x]", outcome, "base", logs))
+    assert found == ["tests/test_x.py::C::test_b"]
+    unsaid = FindingResult("preserve[x]", outcome, "base", {})
+    assert locations.failing_tests(tests, unsaid) == list(tests)
+
+
+# -- rules: what code scanning shows atop every alert --------------------------------------
+
+
+def test_every_rule_is_described_by_its_kind_or_check_never_by_the_prompt() -> None:
+    # Issue 43: fullDescription was the critic's grammar, "{checks}" and all.
+    document = sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN)
+    rules = {rule["id"]: rule for rule in document["runs"][0]["tool"]["driver"]["rules"]}
+    for kind in builtin_kinds():
+        if kind.name in rules:
+            assert rules[kind.name]["shortDescription"]["text"] == kind_description(kind)
+            assert rules[kind.name]["fullDescription"]["text"] == kind_description(kind)
+    guard = REGISTRY.get("removed-guard")
+    assert guard is not None
+    assert rules["static/removed-guard"]["shortDescription"]["text"] == (
+        guard.description[0].upper() + guard.description[1:] + "."
+    )
+    assert spec_problems(document) == []
+
+
+def test_every_built_in_kind_describes_its_findings_in_one_sentence() -> None:
+    for kind in builtin_kinds():
+        assert "description" in vars(type(kind)), kind.name  # its own, not the default
+        text = kind_description(kind)
+        assert text.endswith(".") and "{" not in text
+        assert text.count(". ") == 0 and len(text) <= 90, kind.name
+
+
+def test_a_plugins_kind_without_a_description_gets_one() -> None:
+    class Mentions:
+        name = "mentions"
+        grammar = "  mentions:        WORD  the edit mentions WORD\n"
+
+    assert kind_description(Mentions()) == "Findings of the mentions procedure."
+    kinds = [*builtin_kinds(), Mentions()]
+    document = sarif.sarif_document(drops_review(), drops_results(), REJECT, RUN, kinds=kinds)
+    (rule,) = [r for r in document["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "mentions"]
+    assert rule["fullDescription"]["text"] == "Findings of the mentions procedure."
+    assert spec_problems(document) == []
+
+
 # -- registries ------------------------------------------------------------------------------
 
 
@@ -379,6 +551,13 @@ def test_a_plugins_kind_and_check_seen_in_the_review_get_rules() -> None:
     document = sarif.sarif_document(review, results, REJECT, RUN)
     ids = [rule["id"] for rule in document["runs"][0]["tool"]["driver"]["rules"]]
     assert "mentions" in ids and "static/todo-added" in ids
+    described = {
+        rule["id"]: rule["shortDescription"]["text"]
+        for rule in document["runs"][0]["tool"]["driver"]["rules"]
+    }
+    assert described["mentions"] == "Findings of the mentions procedure."
+    assert described["static/todo-added"] == "Findings of the static check todo-added."
+    assert spec_problems(document) == []
     assert {f: r["ruleId"] for f, r in results_of(document).items()} == {
         "F1": "static/removed-guard",
         "F2": "mentions",
@@ -454,8 +633,11 @@ def _recorded(sample: str, case: str) -> tuple[Review, dict[str, FindingResult],
 @pytest.mark.parametrize(("sample", "case"), SAMPLE_CASES, ids=[c for _, c in SAMPLE_CASES])
 def test_the_sarif_of_every_recorded_sample_case_validates(sample: str, case: str) -> None:
     review, results, disposition = _recorded(sample, case)
-    document = sarif.sarif_document(review, results, disposition, RUN)
+    document = sarif.sarif_document(
+        review, results, disposition, RUN, sources=sample_sources(sample)
+    )
     assert schema_errors(document) == []
+    assert spec_problems(document) == []
     want = expected(sample, case)
     reported = {
         **want["findings"],
@@ -485,9 +667,39 @@ def check_sarif(document: Mapping[str, Any], want: Mapping[str, Any]) -> None:
     """A bundled sample run's SARIF: valid, and one result per finding or preservation group
     with a reportable outcome (every sample case's run checks it: tests/test_e2e_samples.py)."""
     assert schema_errors(document) == []
+    assert spec_problems(document) == []
     statuses = {**want["findings"]}
     statuses.update({preservation_id(g): s for g, s in want["preservation"].items()})
     assert {fid: r["properties"]["outcome"] for fid, r in results_of(document).items()} == {
         fid: s for fid, s in statuses.items() if s in ("verified", "inconclusive", "advisory")
     }
     assert document["runs"][0]["automationDetails"]["id"].startswith("critic22/")
+
+
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+def test_the_sarif_of_a_real_review_keeps_the_specs_rules(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    from tests.e2e import case_args, make_sample
+
+    make_sample(pytester, "textstats")
+    out = tmp_path / "review.sarif"
+    args = case_args("textstats", "median-drops-guard")
+    result = pytester.runpytest_subprocess(*args, f"--critic22-sarif={out}", "--critic22-reruns=1")
+    assert result.ret == 1
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert schema_errors(document) == [] and spec_problems(document) == []
+    pairs = {fid: (r["kind"], r["level"]) for fid, r in results_of(document).items()}
+    assert pairs == {
+        "F1": ("fail", "error"),
+        "F2": ("fail", "error"),
+        "F4": ("fail", "note"),
+        "F5": ("fail", "note"),
+        "preserve[tests/test_stats.py]": ("fail", "error"),
+    }
+    regression = results_of(document)["preserve[tests/test_stats.py]"]
+    line = patched_def_line(
+        tmp_path, "textstats", "median-drops-guard", "tests/test_stats.py", "test_mean_empty"
+    )
+    assert region(regression)[:2] == ("tests/test_stats.py", line)

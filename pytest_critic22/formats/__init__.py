@@ -16,12 +16,24 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["FORMATS", "OUTPUT_OPTIONS", "isolated", "output_path", "say", "write_output"]
+if TYPE_CHECKING:
+    from pytest_critic22.review import Review
+
+__all__ = [
+    "FORMATS",
+    "OUTPUT_OPTIONS",
+    "base_sources",
+    "isolated",
+    "output_path",
+    "say",
+    "write_output",
+]
 
 #: The format modules, registered as plugins (their names are the plugin names).
 FORMATS: tuple[str, ...] = (
@@ -56,18 +68,47 @@ def write_output(path: Path, text: str) -> None:
     path.write_text(scrub(text, os.environ), encoding="utf-8", errors="backslashreplace")
 
 
+def base_sources(session: object, review: Review) -> Callable[[str], str | None] | None:
+    """A reader of the files at the review's base commit, from the session plugin's
+    repository (None without one); a file that is not there reads as None."""
+    from pytest_critic22.gitio import show_file
+
+    repo = getattr(session, "repo", None)
+    if not isinstance(repo, Path) or not review.base_commit:
+        return None
+
+    def read(path: str) -> str | None:
+        data = show_file(repo, review.base_commit, path)
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    return read
+
+
 def say(config: pytest.Config, line: str, *, command: bool = False) -> None:
     """One line on pytest's terminal (on stdout without a terminal reporter), made inert
-    (:func:`pytest_critic22.inert.safe_line`). ``command``: the line is a workflow command of
+    (:func:`pytest_critic22.inert.safe_line`), that starts a line of its own: a workflow
+    command is read only at a line's start. ``command``: the line is a workflow command of
     ours, escaped as one, that must keep its ``::`` at the start."""
     from pytest_critic22.inert import inert, safe_line
 
     line = inert(line) if command else safe_line(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
+        _end_the_current_line(reporter)
         reporter.write_line(line)
     else:
         print(line)
+
+
+def _end_the_current_line(reporter: Any) -> None:
+    """pytest's ``write_line`` starts a new line only when pytest knows it is mid-line (it
+    wrote a file's path: ``currentfspath``); under ``-q`` the progress dots and ``[100%]``
+    leave that unset, and the next line would follow them. The writer's own column says."""
+    if getattr(reporter, "currentfspath", None):
+        return  # write_line ends it
+    column = getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0)
+    if isinstance(column, int) and column > 0:
+        reporter.write("\n")
 
 
 _MAX_DETAIL = 300  # a failed format's line: the exception's first characters

@@ -1,7 +1,9 @@
 """GitHub Actions: annotations and a job summary, only when ``GITHUB_ACTIONS=true``.
 
 Annotations are workflow commands on stdout, one per reportable outcome (as in the SARIF
-report: :func:`pytest_critic22.formats.sarif.all_outcomes`), at most ten per level::
+report: :func:`pytest_critic22.formats.sarif.all_outcomes`), at most ten per level, each at
+the start of a line of its own whatever pytest wrote before (``-q``'s progress dots end no
+line: :func:`pytest_critic22.formats.say`)::
 
     ::error file=PATH,line=L,endLine=E,title=critic22 F1 verified::CLAIM (F1 verified: REASON)
 
@@ -27,8 +29,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_critic22.formats.sarif import Outcome, all_outcomes, locate
+from pytest_critic22.formats.locations import Sources, locate
+from pytest_critic22.formats.sarif import Outcome, all_outcomes
 from pytest_critic22.inert import inert
+from pytest_critic22.report import held
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
@@ -76,11 +80,16 @@ def annotation(outcome: Outcome) -> str:
 
 
 def annotation_lines(
-    review: Review, results: Mapping[str, FindingResult], *, limit: int = MAX_PER_LEVEL
+    review: Review,
+    results: Mapping[str, FindingResult],
+    *,
+    limit: int = MAX_PER_LEVEL,
+    sources: Sources | None = None,
 ) -> list[str]:
     """Errors, then warnings, then notices, at most ``limit`` of each; one more plain line
-    says how many were left out."""
-    outcomes = all_outcomes(review, results)
+    says how many were left out. ``sources`` reads the base's files (a preservation group's
+    annotation is at its failing test, as in the SARIF report)."""
+    outcomes = all_outcomes(review, results, sources)
     lines: list[str] = []
     left_out: list[str] = []
     for level, command in _COMMANDS.items():
@@ -148,7 +157,7 @@ def _preservation_rows(review: Review, results: Mapping[str, FindingResult]) -> 
     rows = ["| group | tests | outcome |", "| --- | --- | --- |"]
     for group, tests in review.preservation.items():
         result = results.get(preservation_id(group))
-        outcome = result.outcome.kind if result else "not run"
+        outcome = held(result) if result else "not run"  # held, regression, pre-existing, …
         reason = f"<br>{md(result.outcome.reason)}" if result else ""
         rows.append(f"| {md(group)} | {len(tests)} | **{md(outcome)}**{reason} |")
     return rows
@@ -206,7 +215,8 @@ def pytest_critic22_review_finished(
     run: RunInfo,
     config: pytest.Config,
 ) -> None:
-    from pytest_critic22.formats import isolated, output_path, say
+    from pytest_critic22.formats import base_sources, isolated, output_path, say
+    from pytest_critic22.plugin import PLUGIN_NAME
     from pytest_critic22.scrub import scrub
 
     if not in_github_actions(os.environ):
@@ -227,7 +237,8 @@ def pytest_critic22_review_finished(
             except OSError as exc:
                 notes.append(f"critic22: cannot append the job summary to {summary}: {exc}")
     with isolated(config, "GitHub annotations"):
-        lines = annotation_lines(review, results)
+        session = config.pluginmanager.get_plugin(PLUGIN_NAME)  # the run's repository
+        lines = annotation_lines(review, results, sources=base_sources(session, review))
         # Each line is ours from its first character: an annotation (its message and
         # properties escaped) or a line starting "critic22:"; say() makes it inert as well.
         for line in [*lines, *notes]:

@@ -9,10 +9,16 @@ finding that reached an outcome:
     warning  an inconclusive blocking finding, or an inconclusive preservation group
     note     an advisory finding (never run)
 
+Every result is of ``kind`` ``fail``, a problem at its level: SARIF 2.1.0 §3.27.10 gives any
+other kind (``review`` for an unverified remark, say) the level ``none``. Each rule's
+descriptions are the kind's or the check's own sentence (``description``), never the prompt.
+
 Refuted findings and findings that were not run are not results. Each result is located at
 the added lines of its edit in the patched file (for a pure deletion, the line where the lines
-were; for ``whole-patch``, the first edit), and fingerprinted by the edit's content and the
-claim: the same finding on the same edit has the same ``primaryLocationLineHash`` in every run.
+were; for ``whole-patch``, the first edit), a preservation group's at the ``def`` line of its
+failing test in the patched file (line 1 when the base's file cannot be read), and
+fingerprinted by the edit's content and the claim: the same finding on the same edit has the
+same ``primaryLocationLineHash`` in every run.
 
 Everything but the hook at the end is pure; :func:`locate` and :func:`outcome_of` are shared
 with the GitHub format.
@@ -22,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -33,14 +38,40 @@ import pytest
 
 from pytest_critic22 import __version__
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.diffparse import WHOLE_PATCH, AtomicEdit, ParsedPatch
+from pytest_critic22.diffparse import WHOLE_PATCH, ParsedPatch
+from pytest_critic22.formats.locations import (
+    Location,
+    Sources,
+    failing_tests,
+    hunk_body,
+    locate,
+    locate_test,
+)
 from pytest_critic22.kinds import builtin_kinds
+from pytest_critic22.kinds.base import kind_description
 from pytest_critic22.review import preservation_id
 
 if TYPE_CHECKING:
     from pytest_critic22.procedures import FindingResult
     from pytest_critic22.review import Review, RoutedFinding, RunInfo
     from pytest_critic22.verify import Disposition
+
+__all__ = [
+    "LEVELS",
+    "RESULT_KIND",
+    "Location",
+    "Outcome",
+    "Sources",
+    "all_outcomes",
+    "fingerprint",
+    "locate",
+    "outcome_of",
+    "preservation_outcomes",
+    "pytest_critic22_review_finished",
+    "rule_for",
+    "rules",
+    "sarif_document",
+]
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -50,14 +81,10 @@ TOOL_NAME = "pytest-critic22"
 
 #: outcome -> SARIF level (and GitHub annotation level, see formats.github).
 LEVELS: Mapping[str, str] = {"verified": "error", "inconclusive": "warning", "advisory": "note"}
+#: Every result's ``kind``: a problem, at its level. §3.27.10: with any other kind (``review``
+#: for an unverified remark, say) the level SHALL be ``none``: no problem, nothing to show.
+RESULT_KIND = "fail"
 
-_KIND_SUMMARY: Mapping[str, str] = {
-    "test": "The critic's own pytest test fails on the patched tree, not without the edit",
-    "counterfactual": "Existing tests of the repository that the patch breaks",
-    "static": "A deterministic check over the edit's base and patched sources",
-    "trace": "A test the patch makes fail under replay (a race or flakiness)",
-    "property": "A property of a function that the patch breaks, found with generated inputs",
-}
 _DECIDED = (
     "Verified (error) when the procedure fails on the patched tree in every rerun and passes "
     "on the counterfactual tree (the patch without the located edit; the base for whole-patch; "
@@ -65,25 +92,6 @@ _DECIDED = (
     "it cannot say: flaky, fails on both trees, a tree that cannot be built, a timeout. A "
     "refuted finding (the procedure passes on the patched tree) is not reported."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where a result points: a repository-relative file and a region of the patched file."""
-
-    path: str
-    start_line: int = 1
-    end_line: int = 1
-    start_column: int = 1
-    end_column: int = 1
-
-    def region(self) -> dict[str, int]:
-        return {
-            "startLine": self.start_line,
-            "startColumn": self.start_column,
-            "endLine": self.end_line,
-            "endColumn": self.end_column,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,49 +117,7 @@ class Outcome:
         return f"{self.claim} ({self.result_id} {self.kind}: {self.reason})"
 
 
-# -- locations and fingerprints ------------------------------------------------------------
-
-
-def _width(text: str) -> int:
-    """A line's length in UTF-16 code units (the run's ``columnKind``, as GitHub counts)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate: one unit
-
-
-def _body(edit: AtomicEdit) -> list[str]:
-    """The hunk's lines after its header, without line endings."""
-    return [line.rstrip("\r\n") for line in edit.hunk.splitlines(keepends=True)[1:]]
-
-
-def edit_region(edit: AtomicEdit) -> Location:
-    """The edit's added lines in the patched file, or (a pure deletion) the line where the
-    removed lines were: the line that follows them, else the one before, at least line 1."""
-    new_side: list[tuple[int, str, str, bool]] = []  # (line, tag, text, after a removal)
-    removed = False
-    for line in _body(edit):
-        if line[:1] in ("-", "\\"):
-            removed = removed or line[:1] == "-"
-            continue
-        new_side.append((edit.new_start + len(new_side), line[:1], line[1:], removed))
-    added = [(n, text) for n, tag, text, _ in new_side if tag == "+"]
-    after = [(n, text) for n, _, text, later in new_side if later]
-    before = [(n, text) for n, _, text, later in new_side if not later]
-    if added:
-        return Location(edit.path, added[0][0], added[-1][0], 1, _width(added[-1][1]) + 1)
-    # the file is gone, or the hunk is nothing but removals: line 1
-    line_no, text = after[0] if after else before[-1] if before else (1, "")
-    line_no = max(line_no, 1)
-    return Location(edit.path, line_no, line_no, 1, _width(text) + 1)
-
-
-def locate(patch: ParsedPatch, location: str) -> Location:
-    """A finding's location (an edit id, or ``whole-patch``: the first edit) in the patched
-    tree; the first file of the patch at line 1 when there is no such edit."""
-    edits = {edit.edit_id: edit for edit in patch.edits}
-    if location in edits:
-        return edit_region(edits[location])
-    if patch.edits:
-        return edit_region(patch.edits[0])
-    return Location(patch.files[0].path if patch.files else "")
+# -- fingerprints ----------------------------------------------------------------------------
 
 
 def fingerprint(patch: ParsedPatch, location: str, claim: str) -> str:
@@ -164,7 +130,7 @@ def fingerprint(patch: ParsedPatch, location: str, claim: str) -> str:
     digest = hashlib.sha256()
     for edit in edits:
         digest.update(_utf8(edit.path) + b"\0")
-        digest.update(_utf8("\n".join(_body(edit))) + b"\0")
+        digest.update(_utf8("\n".join(hunk_body(edit))) + b"\0")
     digest.update(b"claim\0" + _utf8(claim))
     return digest.hexdigest()
 
@@ -215,9 +181,10 @@ def outcome_of(
 
 
 def preservation_outcomes(
-    review: Review, results: Mapping[str, FindingResult]
+    review: Review, results: Mapping[str, FindingResult], sources: Sources | None = None
 ) -> Iterator[Outcome]:
-    """Verified or inconclusive preservation groups, located at the group's test file."""
+    """Verified or inconclusive preservation groups, located at the ``def`` of the group's
+    first failing test in the patched file (:func:`locate_test`)."""
     for group, tests in review.preservation.items():
         result = results.get(preservation_id(group))
         if result is None or result.outcome.kind not in ("verified", "inconclusive"):
@@ -234,42 +201,38 @@ def preservation_outcomes(
             "preservation",
             "preservation",
             claim,
-            Location(group),
+            locate_test(review.patch, group, failing_tests(tests, result), sources),
             digest.hexdigest(),
             tree or "base",
         )
 
 
-def all_outcomes(review: Review, results: Mapping[str, FindingResult]) -> list[Outcome]:
+def all_outcomes(
+    review: Review, results: Mapping[str, FindingResult], sources: Sources | None = None
+) -> list[Outcome]:
+    """Every reportable outcome; ``sources`` reads the base's files (preservation groups are
+    located at their failing test: :func:`locate_test`)."""
     found = [o for w in review.wrapped if (o := outcome_of(review, w, results)) is not None]
-    return found + list(preservation_outcomes(review, results))
+    return found + list(preservation_outcomes(review, results, sources))
 
 
 # -- rules -----------------------------------------------------------------------------------
 
-_STATIC_FULL = (
-    "The static check {name!r}: {text}. Differential: a hit counts only when the located edit "
-    "introduces it (added lines on the patched side, removed lines on the base side)."
+_TYPE_ERRORS = "errors mypy reports on the edit's added lines that the base does not have"
+_STATIC_HELP = (
+    "Verified (error) when the check reports a hit the located edit introduces: on its added "
+    "lines in the patched file, or its removed lines in the base's."
 )
-_FIXED_RULES = (  # id, short, full, help, level
-    (
-        "preservation",
-        "Existing tests that pass on the base and fail on the patched tree",
-        "A preservation group: the existing tests of one test file that reach the symbols the "
-        "patch touches (and the obligations that are test ids), run on the patched tree with "
-        "the base as counterfactual. No critic is involved.",
-        "Verified (error) when a test passes on the base and fails on the patched tree in every "
-        "rerun; a test that already fails on the base is not blamed on the patch.",
-        "error",
-    ),
-    (
-        "advisory",
-        "An advisory finding of the critic: recorded, never run, never blocking",
-        "A finding the critic marked advisory, or a blocking one downgraded because its "
-        "falsification is not executable. Nothing decided it.",
-        "Advisory findings never fail anything: they are the critic's unverified remarks.",
-        "note",
-    ),
+_PRESERVATION_HELP = (
+    "Verified (error) when a test passes on the base and fails on the patched tree in every "
+    "rerun; a test that already fails on the base is not blamed on the patch."
+)
+_ADVISORY = (  # id, short, full, help, level
+    "advisory",
+    "A remark of the critic that nothing ran: it never blocks the patch.",
+    "A remark of the critic that nothing ran: marked advisory, or with no executable check.",
+    "Advisory findings never fail anything: they are the critic's unverified remarks.",
+    "note",
 )
 
 
@@ -284,35 +247,37 @@ def _rule(rule_id: str, short: str, full: str, help_text: str, level: str) -> di
     }
 
 
+def _sentence(text: str) -> str:
+    """A check's description (a lowercase phrase) as a sentence."""
+    text = " ".join(text.split()).rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
 def rules(
     review: Review, results: Mapping[str, FindingResult], kinds: Any, checks: Any
 ) -> list[dict[str, Any]]:
     """The driver's rules: every kind of the registry and the review (a plugin's included),
     every static check (the registry's and those the findings name), ``preservation``,
-    ``advisory``."""
-    grammar = {k.name: str(k.grammar) for k in kinds if k.grammar}
+    ``advisory``. Each is described by the kind's ``description`` or the check's."""
+    described = {k.name: kind_description(k) for k in kinds}
+    offered = [k.name for k in kinds if k.grammar]
     seen = [w.procedure.kind for w in review.wrapped if w.procedure is not None]
     seen += [r.kind for r in results.values() if r.kind]
-    names = [n for n in dict.fromkeys([*grammar, *seen]) if n not in ("preservation", "advisory")]
-    out = [
-        _rule(
-            name,
-            _KIND_SUMMARY.get(name, f"A defect shown by the {name!r} procedure"),
-            textwrap.dedent(grammar.get(name, "")).strip() or f"{name}: a plugin's kind",
-            _DECIDED,
-            "error",
-        )
-        for name in names
-    ]
-    described = {n: checks.get(n).description for n in checks.names()}
-    described["type-errors"] = "a type error the edit introduces (differential mypy)"
+    names = [n for n in dict.fromkeys([*offered, *seen]) if n not in ("preservation", "advisory")]
+    out = []
+    for name in names:
+        text = described.get(name) or kind_description(name)
+        out.append(_rule(name, text, text, _DECIDED, "error"))
+    checked = {n: checks.get(n).description for n in checks.names()}
+    checked["type-errors"] = _TYPE_ERRORS
     used = [w.procedure.check for w in review.wrapped if w.procedure and w.procedure.check]
-    for name in dict.fromkeys([*sorted(described), *used]):
-        text = described.get(name, "a static check registered by a plugin")
-        full = _STATIC_FULL.format(name=name, text=text)
-        verified = "Verified (error) when the check reports a hit the located edit introduces."
-        out.append(_rule(f"static/{name}", f"static check {name}: {text}", full, verified, "error"))
-    out += [_rule(*fixed) for fixed in _FIXED_RULES]
+    for name in dict.fromkeys([*sorted(checked), *used]):
+        short = _sentence(checked.get(name, "")) or f"Findings of the static check {name}."
+        full = f"{short} Static check {name}: a hit counts only where the edit introduces it."
+        out.append(_rule(f"static/{name}", short, full, _STATIC_HELP, "error"))
+    text = described.get("preservation") or kind_description("preservation")
+    out.append(_rule("preservation", text, text, _PRESERVATION_HELP, "error"))
+    out.append(_rule(*_ADVISORY))
     return out
 
 
@@ -347,7 +312,7 @@ def _result(outcome: Outcome, rule_index: int, run_id: str) -> dict[str, Any]:
     return {
         "ruleId": outcome.rule_id,
         "ruleIndex": rule_index,
-        "kind": "fail" if outcome.kind != "advisory" else "review",
+        "kind": RESULT_KIND,
         "level": outcome.level,
         "message": {"text": outcome.message},
         "locations": [{"physicalLocation": {**where, "region": outcome.location.region()}}],
@@ -370,9 +335,10 @@ def sarif_document(
     *,
     kinds: Iterable[Any] | None = None,
     checks: Any = None,
+    sources: Sources | None = None,
 ) -> dict[str, Any]:
     """The SARIF log of one review. ``kinds`` and ``checks`` are the run's registries
-    (default: the built-in kinds and checks)."""
+    (default: the built-in kinds and checks); ``sources`` reads the base's files."""
     kinds = builtin_kinds() if kinds is None else kinds
     rule_list = rules(review, results, kinds, REGISTRY if checks is None else checks)
     index = {rule["id"]: i for i, rule in enumerate(rule_list)}
@@ -402,7 +368,8 @@ def sarif_document(
                 "invocations": [invocation],
                 "columnKind": "utf16CodeUnits",
                 "results": [
-                    _result(o, index[o.rule_id], run.run_id) for o in all_outcomes(review, results)
+                    _result(o, index[o.rule_id], run.run_id)
+                    for o in all_outcomes(review, results, sources)
                 ],
                 "properties": {
                     "verdict": disposition.verdict,
@@ -425,7 +392,7 @@ def pytest_critic22_review_finished(
     run: RunInfo,
     config: pytest.Config,
 ) -> None:
-    from pytest_critic22.formats import isolated, output_path, write_output
+    from pytest_critic22.formats import base_sources, isolated, output_path, write_output
     from pytest_critic22.inert import inert_data
     from pytest_critic22.plugin import PLUGIN_NAME
 
@@ -435,6 +402,14 @@ def pytest_critic22_review_finished(
     with isolated(config, "SARIF report"):
         session = config.pluginmanager.get_plugin(PLUGIN_NAME)  # the run's registries
         kinds, checks = getattr(session, "kinds", None), getattr(session, "checks", None)
-        document = sarif_document(review, results, disposition, run, kinds=kinds, checks=checks)
+        document = sarif_document(
+            review,
+            results,
+            disposition,
+            run,
+            kinds=kinds,
+            checks=checks,
+            sources=base_sources(session, review),
+        )
         # Code scanning's JSON reader rejects an escaped lone surrogate: show it as text.
         write_output(path, json.dumps(inert_data(document), indent=2) + "\n")

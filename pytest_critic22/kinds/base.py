@@ -21,10 +21,30 @@ if TYPE_CHECKING:
     from pytest_critic22.diffparse import ParsedPatch
     from pytest_critic22.trees import TreeSet
 
-__all__ = ["COLLECTION", "FindingLike", "NotExecutable", "Procedure", "Route", "Scope"]
+__all__ = [
+    "COLLECTION",
+    "FindingLike",
+    "NotExecutable",
+    "Procedure",
+    "Route",
+    "Scope",
+    "kind_description",
+]
 
 #: The collection check's preservation group (``preserve[collection]``) and procedure kind.
 COLLECTION = "collection"
+
+
+def kind_description(kind: object) -> str:
+    """What a finding of ``kind`` means, in one sentence a developer reads atop a code
+    scanning alert: the kind's ``description`` attribute (part of the kind's contract, beside
+    ``name`` and ``grammar``), or a default for a plugin's kind written before there was one,
+    or for a kind known by its name only (``kind`` a ``str``: not registered here)."""
+    name = kind if isinstance(kind, str) else getattr(kind, "name", "")
+    text = getattr(kind, "description", "")
+    if isinstance(text, str) and text.strip():
+        return " ".join(text.split())
+    return f"Findings of the {name or 'unnamed'} procedure."
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +54,7 @@ class Procedure:
     kind: str
     source: str = ""  # test: the critic's pytest source; property: the ``given:`` strategies
     repair: str = ""  # test: optional unified diff against the patched tree, as applied
-    repair_given: str = ""  # test: the repair as the critic wrote it, when recounted
+    repair_given: str = ""  # test: the repair as the critic wrote it, when mended
     nodeids: tuple[str, ...] = ()  # counterfactual/preservation: tests; trace: the one test
     check: str = ""  # static: the check's name
     args: tuple[str, ...] = ()  # static: the check's arguments; property: target, relation…

@@ -39,6 +39,7 @@ _STARTED = (0, 1, 2, 5)  # exit statuses of a pytest that got as far as collecti
 class CollectionKind:
     name = COLLECTION
     grammar = ""  # not offered to the critic
+    description = "Test modules that collect on the base commit fail to collect with the patch."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return NotExecutable("collection: is the validator's procedure, not the critic's")

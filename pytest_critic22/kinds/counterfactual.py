@@ -30,6 +30,7 @@ GRAMMAR = """\
 class CounterfactualKind:
     name = "counterfactual"
     grammar = GRAMMAR
+    description = "Existing tests of the repository pass without the edit and fail with it."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         nodeids = tuple(split_nodeids(rest))

@@ -31,6 +31,7 @@ __all__ = ["KIND", "PreservationKind"]
 class PreservationKind:
     name = "preservation"
     grammar = ""  # not offered to the critic
+    description = "An existing test that passes on the base commit fails with the patch applied."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return NotExecutable("preservation: is the validator's procedure, not the critic's")

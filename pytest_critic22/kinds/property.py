@@ -289,6 +289,7 @@ class PropertyKind:
 
     name = NAME
     grammar = GRAMMAR
+    description = "Generated inputs show that the patch changes what a function returns or raises."
 
     def __init__(self, max_examples: int = MAX_EXAMPLES) -> None:
         self.max_examples = max_examples

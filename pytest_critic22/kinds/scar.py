@@ -32,6 +32,7 @@ __all__ = ["KIND", "ScarKind"]
 class ScarKind:
     name = "scar"
     grammar = ""  # the loop's, not the critic's
+    description = "A defect a test showed in an earlier round of the review loop is back."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         return NotExecutable("scar: is the review loop's procedure, not the critic's")

@@ -58,6 +58,7 @@ class StaticKind:
     name = "static"
 
     grammar = GRAMMAR
+    description = "A deterministic check of the source finds a defect that the edit introduces."
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
         words = rest.split()
