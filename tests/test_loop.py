@@ -251,23 +251,45 @@ def _with_replies(repo: Path, replies: str, **kw: Any) -> tuple[LoopResult, str]
 def test_checkpoint_replies(tmp_path: Path, reply: str, status: str, fix: str) -> None:
     repo = sample(tmp_path)
     result, out = _with_replies(repo, reply + "\n")
-    assert "Round 1/2 review complete. Score: 2/10 — not ready" in out
+    # once: the checkpoint does not repeat the loop's header (issue 43)
+    assert out.count("Round 1/2 review complete. Score: 2/10 — not ready") == 1
+    assert out.count("Top verified findings:") == 1
     assert result.status == status
     assert [f.status for f in result.rounds[0].fixes] == [fix]
     clean(repo)
 
 
+USER_FIX = (
+    "--- a/textstats/stats.py\n+++ b/textstats/stats.py\n@@ -8,2 +8,4 @@\n"
+    " def mean(values):\n+    if len(values) == 0:\n+        raise ValueError('empty')\n"
+    "     return sum(values) / max(len(values), 1)\n"
+)
+
+
 def test_checkpoint_apply_a_users_own_fix(tmp_path: Path) -> None:
+    """A refused ``apply`` says why in one line and asks again (issue 43: it ended the
+    loop): a file that is not there, a diff that does not apply to the candidate, a diff
+    that applies but does not verify; then the person's good fix is used."""
     fix = tmp_path / "fix.diff"
-    fix.write_text(
-        "--- a/textstats/stats.py\n+++ b/textstats/stats.py\n@@ -8,2 +8,4 @@\n"
-        " def mean(values):\n+    if len(values) == 0:\n+        raise ValueError('empty')\n"
-        "     return sum(values) / max(len(values), 1)\n"
-    )
+    fix.write_text(USER_FIX)
+    stale = tmp_path / "stale.diff"  # its context is not in the candidate
+    stale.write_text(USER_FIX.replace(" def mean(values):", " def mean(items):"))
+    wrong = tmp_path / "wrong.diff"  # applies, and mean([]) still returns 0.0
+    wrong.write_text(USER_FIX.replace("raise ValueError('empty')", "values = values"))
+    missing = tmp_path / "missing.diff"
     repo = sample(tmp_path)
-    result, _out = _with_replies(repo, f"apply {fix}\n")
+    replies = f"apply {missing}\napply {stale}\napply {wrong}\napply {fix}\n"
+    result, out = _with_replies(repo, replies)
+    assert f"apply {missing}: cannot read it" in out
+    assert f"apply {stale}: " in out and "answer again" in out
+    lines = [line.removeprefix("> ") for line in out.splitlines()]  # the prompt, no echo
+    refused = [line for line in lines if line.startswith(f"apply {wrong}: refused")]
+    assert len(refused) == 1 and "F1: " in refused[0], out
+    assert out.count("Top verified findings:") == 1  # asked again with one line, not the page
     assert result.status == "acquitted"
     origins = {(f.origin, f.status) for f in result.rounds[0].fixes}
     assert origins == {("user", "applied"), ("repair", "skipped")}
+    notes = result.rounds[0].notes
+    assert sum(n.startswith("refused at the checkpoint") for n in notes) == 2
     assert "len(values) == 0" in (repo / state.STAGE / "final.diff").read_text()
     clean(repo)

@@ -15,6 +15,7 @@ import pytest
 from pytest_critic22.reviewloop.checkpoint import (
     Reply,
     ask,
+    header,
     parse_reply,
     render,
     require_terminal,
@@ -112,10 +113,16 @@ def test_apply_needs_a_file() -> None:
     assert parse_reply("apply  ", 3) == "apply needs a file: apply FILE.diff"
 
 
-def test_render_first_line_and_sections() -> None:
-    text = render(2, 4, 7, "almost", ["a", "b\nwrapped", "c", "d"], ["fix one", "fix two"])
-    lines = text.splitlines()
-    assert lines[0] == "Round 2/4 review complete. Score: 7/10 — almost"
+def test_header_is_the_seeds_first_line() -> None:
+    assert header(2, 4, 7, "almost") == "Round 2/4 review complete. Score: 7/10 — almost"
+
+
+def test_render_sections_without_the_header() -> None:
+    """The loop prints the header after every review; the checkpoint does not repeat it
+    (issue 43: it was printed twice)."""
+    text = render(["a", "b\nwrapped", "c", "d"], ["fix one", "fix two"])
+    lines = ["", *text.splitlines()]
+    assert "review complete" not in text
     assert lines[1:6] == [
         "Top verified findings:",
         "  1. a",
@@ -131,9 +138,8 @@ def test_render_first_line_and_sections() -> None:
 
 
 def test_render_says_none_for_empty_sections() -> None:
-    lines = render(1, 4, 10, "ready", [], []).splitlines()
-    assert lines[0] == "Round 1/4 review complete. Score: 10/10 — ready"
-    assert lines[1:5] == [
+    lines = render([], []).splitlines()
+    assert lines[0:4] == [
         "Top verified findings:",
         "  (none)",
         "Fixes the loop would apply:",

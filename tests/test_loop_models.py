@@ -199,3 +199,42 @@ def test_nightmare_second_critic_reads_whole_modules_fresh_while_the_first_remem
         one = result.rounds[0]
         assert one.review_independence == "same-family"
         assert one.acceptance_status == "provisional"
+
+
+def test_hard_with_a_recorded_critic_from_the_command_line_keeps_the_model(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``critic22 loop … --critic22-findings DIR --difficulty hard --critic22-model M``: the
+    recorded critic replaces the first critic only; the debate turn asks M (issue 43: the
+    command line dropped M and refused, "needs --critic22-model", exit 2)."""
+    from pytest_critic22.reviewloop.cli import main
+
+    critic = tmp_path / "critic"
+    critic.mkdir()
+    wrong_test = _finding("mean([]) no longer signals empty data", EMPTY_NOT_SIGNALLED)
+    (critic / "round-1.json").write_text(json.dumps({"findings": [wrong_test]}))
+    ruling = {"ruling": "keep", "argument": "the guard is gone", "falsification": ""}
+    with fake_llm([("content", json.dumps(ruling))]) as server:
+        monkeypatch.chdir(repo)
+        status = main(
+            [
+                str(CASE / "patch.diff"),
+                f"--critic22-findings={critic}",
+                "--difficulty=hard",
+                f"--critic22-model={MODEL}",
+                f"--critic22-api-base={server.url}",
+                "--max-rounds=1",
+                "--critic22-reruns=1",
+            ]
+        )
+        requests = server.requests
+    out = capsys.readouterr()
+    # max rounds with the regression preservation verified: not acquitted, not a usage error
+    assert status == 1, out.err
+    (debate,) = requests
+    assert debate["model"] == "critic-test" and "Rule on it" in debate["messages"][0]["content"]
+    record = json.loads(
+        next((repo / state.STAGE / "runs").glob("*/round-1/record.json")).read_text()
+    )
+    assert record["critic_source"] == "replay"
+    assert [(t["finding_id"], t["ruling"]) for t in record["debate"]] == [("F1", "keep")]

@@ -24,7 +24,7 @@ CLAIM = "mean() divides by zero on an empty list"
 ALLOWED = {
     *("html", "head", "meta", "title", "style", "body", "nav", "a", "h1", "h2", "h3", "p"),
     *("ul", "li", "table", "thead", "tbody", "tr", "th", "td", "pre", "code", "strong", "br"),
-    *("details", "summary", "span", "footer"),
+    *("details", "summary", "span", "footer", "div"),
 }
 
 
@@ -47,6 +47,7 @@ def _round(number: int, **changes: Any) -> RoundRecord:
         fixes=(Fix("F1", "repair", "+x\n", "applied", "its test passes"),),
         trace_id=f"trace_{number}",
         timestamp=f"2026-07-13T1{number}:00:00Z",
+        seconds=12.4 * number,
     )
     return replace(record, **changes)
 
@@ -69,6 +70,51 @@ def _journal(stage: Path) -> None:
         ),
     )
     append_final(stage, RUN, "acquitted", "final.diff", ())
+
+
+OTHER = "run_20260714_0badf00d"
+
+
+def _second_run(stage: Path) -> None:
+    """A later run that did not finish, one round written before rounds were timed."""
+    start_log(stage, OTHER, "other.diff", "2026-07-14T09:30:00Z", False)
+    append_round(stage, _round(1, run_id=OTHER, seconds=None))
+
+
+def test_every_run_is_labelled_with_its_id_date_outcome_and_time(tmp_path: Path) -> None:
+    """Issue 43: the navigation mixed every run's rounds in one unlabelled line, and the page
+    said nothing of how long anything took."""
+    _journal(tmp_path)
+    _second_run(tmp_path)
+    document = render_html((tmp_path / AUTO_REVIEW).read_text(), "t")
+    nav = re.search(r"<nav>(.*?)</nav>", document)
+    assert nav is not None
+    first, second = re.findall(r"<div>(.*?)</div>", nav[1])
+    run, other = RUN.replace("_", "-"), OTHER.replace("_", "-")  # their anchors
+    assert first == (
+        f'<a class="run" href="#{run}">{RUN} · 2026-07-13 10:00 UTC · acquitted (ready) · '
+        '37.2 s</a><a href="#round-1">Round 1</a><a href="#round-2">Round 2</a>'
+        '<a href="#final">Final</a>'
+    )
+    assert second == (
+        f'<a class="run" href="#{other}">{OTHER} · 2026-07-14 09:30 UTC · not finished '
+        '(last: not ready) · time not recorded</a><a href="#round-1-2">Round 1</a>'
+    )
+    assert f'<h2 class="run" id="{run}">Run {RUN} · 2026-07-13 10:00 UTC' in document
+    page = _Page(document)
+    assert "12.4 s" in page.text and "24.8 s" in page.text  # each round's own time
+    assert not re.search(r"(?<![0-9])0\.0+ s", page.text)
+
+
+def test_run_lines_quoted_in_a_raw_answer_make_no_run() -> None:
+    text = (
+        f"# Auto Review Log\n\nRun {RUN} started 2026-07-13T10:00:00Z on p.diff\n\n"
+        "## Round 1\n\n```\nRun run_20990101_deadbeef started 2099-01-01T00:00:00Z on x\n"
+        "## Final\n- **Status**: acquitted\n```\n"
+    )
+    document = render_html(text, "t")
+    assert "run_20990101_deadbeef" not in re.sub(r"<pre>.*?</pre>", "", document, flags=re.S)
+    assert f"{RUN} · 2026-07-13 10:00 UTC · not finished · time not recorded" in document
 
 
 def test_hostile_text_renders_as_text(tmp_path: Path) -> None:
@@ -176,6 +222,7 @@ def test_a_two_round_journal_reads_right_in_a_real_browser(tmp_path: Path) -> No
     text = shown.text
     assert shown.title == "critic22 loop: Auto Review Log"
     assert text.index("Round 1") < text.index("Round 2") < text.index("Final")
+    assert f"{RUN} · 2026-07-13 10:00 UTC · acquitted (ready) · 37.2 s" in text
     assert "Score: 6/10" in text and "Score: 10/10" in text
     assert CLAIM in text and "Verdict: ready" in text
     # the raw answer is text: no element of it exists, the closing tag is shown

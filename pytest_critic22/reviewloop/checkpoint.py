@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DIFF_BYTES",
     "Reply",
     "ask",
+    "header",
     "parse_reply",
     "read_diff",
     "render",
@@ -136,17 +137,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render(
-    round: int,
-    max_rounds: int,
-    score: int,
-    verdict: str,
-    findings: Sequence[str],
-    fixes: Sequence[str],
-) -> str:
-    """The seed's checkpoint text: the round's result, the top findings, the fixes, options."""
-    lines = [f"Round {round}/{max_rounds} review complete. Score: {score}/10 — {verdict}"]
-    lines.append("Top verified findings:")
+def header(round: int, max_rounds: int, score: int, verdict: str) -> str:
+    """The seed's first checkpoint line, which the loop prints after every round's review
+    (with or without a checkpoint): :func:`render` follows it, never repeats it."""
+    return f"Round {round}/{max_rounds} review complete. Score: {score}/10 — {verdict}"
+
+
+def render(findings: Sequence[str], fixes: Sequence[str]) -> str:
+    """The rest of the seed's checkpoint text, under :func:`header`: the top findings, the
+    fixes, the options."""
+    lines = ["Top verified findings:"]
     shown = findings[:TOP_FINDINGS]
     lines += [f"  {n}. {_one_line(f)}" for n, f in enumerate(shown, 1)] or ["  (none)"]
     if len(findings) > len(shown):

@@ -59,7 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a recorded critic: a folder of round-1.json, round-2.json, ... (a missing "
         "round file is a silent critic)",
     )
-    parser.add_argument("--critic22-model", dest="model", metavar="MODEL")
+    parser.add_argument(
+        "--critic22-model",
+        dest="model",
+        metavar="MODEL",
+        help="the critic's model (litellm; default $CRITIC22_MODEL); with --critic22-findings, "
+        "the model of the debate turn (hard) and of the second critic (nightmare)",
+    )
     parser.add_argument("--critic22-api-base", dest="api_base", metavar="URL")
     parser.add_argument(
         "--critic22-second-model",
@@ -130,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint=args.checkpoint,
         difficulty=args.difficulty,
         findings_dir=None if args.findings is None else (cwd / args.findings).resolve(),
-        model=None if args.findings else model,
+        # A recorded critic replaces the first critic only: the debate turn (hard) and the
+        # second critic (nightmare) still ask the model.
+        model=model,
         api_base=args.api_base,
         second_model=args.second_model,
         fixer_model=args.fixer_model,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,6 +75,7 @@ class _Run:
     stdin: TextIO
     records: list[RoundRecord] = field(default_factory=list)
     saved: state.LoopState | None = None  # what REVIEW_STATE.json holds of this run
+    warned: set[str] = field(default_factory=set)  # sandbox warnings already shown
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -263,8 +265,10 @@ def _load_records(run: _Run, first: int) -> list[RoundRecord]:
 
 def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecord, str]:
     from pytest_critic22.reviewloop import steps
+    from pytest_critic22.reviewloop.checkpoint import header
     from pytest_critic22.reviewloop.fixes import FixContext, plan_fixes
 
+    started = time.monotonic()
     opts = run.opts
     folder = run.round_dir(number)
     remove_folder(folder)  # a round interrupted earlier is redone whole
@@ -299,6 +303,7 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
     report = reviewer.review(
         candidate, "review", findings=findings, model=opts.model, extra=extra, engage=engage
     )
+    reviewer.notes += _sandbox_warnings(run, report)
     common: dict[str, Any] = {
         "run_id": run.run_id,
         "round": number,
@@ -314,7 +319,8 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
     }
     problem = incomplete(report)
     if report is None or problem:
-        return _blocked(common, reviewer, problem or "the review wrote no report"), text
+        why = problem or "the review wrote no report"
+        return _blocked(common, reviewer, why, _since(started)), text
     items = items_of(report)
     raw = critic_raw(report, findings)
     memory_update = str((report.get("critic") or {}).get("memory_update", ""))
@@ -329,11 +335,11 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         problem = incomplete(second)
         if second is None or problem:
             why = f"the second critic: {problem or 'no report'}"
-            return _blocked(common, reviewer, why, items=items), text
+            return _blocked(common, reviewer, why, _since(started), items=items), text
         items = items + more
     verdict, score = verdict_of(items), score_of(items)
     positive = is_positive(score, verdict)
-    run.say(f"Round {number}/{opts.max_rounds} review complete. Score: {score}/10 — {verdict}")
+    run.say(header(number, opts.max_rounds, score, verdict))  # once: the checkpoint follows it
     fixes: tuple[Fix, ...] = ()
     following = text
     if positive:
@@ -361,12 +367,39 @@ def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecor
         blockers=blockers(items) if status != "acquitted" else (),
         notes=tuple(reviewer.notes),
         timestamp=state.iso_z(state.utc_now()),
+        seconds=_since(started),
     )
     return record, following
 
 
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+def _sandbox_warnings(run: _Run, report: Mapping[str, Any] | None) -> list[str]:
+    """The sandbox's warning lines a plain review prints (the rlimits fallback, what rlimits
+    cannot keep out): shown once per loop, kept in every round's notes."""
+    from pytest_critic22.sandbox import RLIMITS_LIMITS
+
+    sandbox = (report or {}).get("sandbox")
+    if not isinstance(sandbox, Mapping) or not sandbox:
+        return []
+    lines = [str(sandbox["warning"])] if sandbox.get("warning") else []
+    if sandbox.get("isolated") is False:
+        lines.append(RLIMITS_LIMITS)
+    for line in lines:
+        if line not in run.warned:
+            run.warned.add(line)
+            run.say(f"warning: {line}")
+    return lines
+
+
 def _blocked(
-    common: Mapping[str, Any], reviewer: Reviewer, why: str, items: tuple[ItemResult, ...] = ()
+    common: Mapping[str, Any],
+    reviewer: Reviewer,
+    why: str,
+    seconds: float,
+    items: tuple[ItemResult, ...] = (),
 ) -> RoundRecord:
     """A round whose review could not do what was asked: never a positive verdict."""
     return RoundRecord(
@@ -379,6 +412,7 @@ def _blocked(
         blockers=(f"BLOCKED: {why}",),
         notes=(*reviewer.notes, f"BLOCKED: {why}"),
         timestamp=state.iso_z(state.utc_now()),
+        seconds=seconds,
     )
 
 

@@ -182,6 +182,10 @@ def _fixer(
     return fixed, refused
 
 
+#: How many of the person's own fixes the checkpoint refuses before it stops the loop.
+REFUSED_FIXES = 3
+
+
 def _checkpoint(
     ctx: FixContext,
     reviewer: Reviewer,
@@ -192,32 +196,39 @@ def _checkpoint(
     score: int,
     verdict: str,
 ) -> str | tuple[list[Proposal], list[Fix]]:
-    """The person's reply: the proposals to apply and the ones skipped, or why it stopped."""
+    """The person's reply: the proposals to apply and the ones skipped, or why it stopped.
+    An ``apply FILE.diff`` that is refused (it does not apply, or does not verify) is said
+    in one line and the question is asked again, up to :data:`REFUSED_FIXES` times."""
     from pytest_critic22.reviewloop.checkpoint import ask, render
 
     prompt = render(
-        number,
-        ctx.opts.max_rounds,
-        score,
-        verdict,
         [f"{i.id} [{i.location or 'whole-patch'}] {i.claim}" for i in findings],
         [f"{origin} for {i.id}" for i, origin, _ in proposals],
     )
-    reply = ask(ctx.stdin, ctx.out, prompt, len(proposals))
-    if reply.action == "stop":
-        return "stopped at the checkpoint"
-    if reply.action == "skip":
-        keep = [p for n, p in enumerate(proposals, 1) if n not in reply.skip]
-        dropped = [
-            Fix(i.id, o, d, "skipped", "skipped at the checkpoint")
-            for n, (i, o, d) in enumerate(proposals, 1)
-            if n in reply.skip
-        ]
-        return keep, dropped
-    if reply.action == "apply":
+    refused = ""
+    for _ in range(REFUSED_FIXES):
+        reply = ask(ctx.stdin, ctx.out, prompt, len(proposals))
+        if reply.action == "stop":
+            return "stopped at the checkpoint" + (f" ({refused})" if refused else "")
+        if reply.action == "skip":
+            keep = [p for n, p in enumerate(proposals, 1) if n not in reply.skip]
+            dropped = [
+                Fix(i.id, o, d, "skipped", "skipped at the checkpoint")
+                for n, (i, o, d) in enumerate(proposals, 1)
+                if n in reply.skip
+            ]
+            return keep, dropped
+        if reply.action == "go":
+            return proposals, []
         name, diff = reply.path or "", reply.diff or ""
-        return _user_fix(ctx, reviewer, findings, proposals, candidate, name, diff)
-    return proposals, []
+        outcome = _user_fix(ctx, reviewer, findings, proposals, candidate, name, diff)
+        if not isinstance(outcome, str):
+            return outcome
+        refused = outcome
+        reviewer.notes.append(f"refused at the checkpoint: {outcome}")
+        # One line, then the question again (the options were shown above it).
+        prompt = f"{outcome}; answer again (go | skip N[,M] | stop | apply FILE.diff)"
+    return f"stopped at the checkpoint after {REFUSED_FIXES} refused fixes ({refused})"
 
 
 def _user_fix(
@@ -231,17 +242,31 @@ def _user_fix(
 ) -> str | tuple[list[Proposal], list[Fix]]:
     """``apply FILE.diff``: the person's fix instead (``diff``, the file's text as the
     checkpoint read it), verified like a repair against every verified finding that has a
-    test."""
+    test; the one line saying why it is refused, if it is."""
+    from pytest_critic22.reviewloop.compose import ComposeError, compose
+
+    if not diff.strip():
+        return f"apply {name}: the file is empty; give a unified diff"
+    try:
+        composed = compose(ctx.repo, ctx.base, candidate.read_text(encoding="utf-8"), [("", diff)])
+    except ComposeError as exc:
+        return f"apply {name}: {exc}"
+    if not composed.applied:  # checked before any review runs: git says why, at once
+        why = composed.skipped[0][1] if composed.skipped else "it changes nothing"
+        return f"apply {name}: {_one_line(why)}"
     checks = [(i, t, diff) for i in findings if (t := item_test(i)) is not None]
     results = verify_fixes(reviewer, candidate, "user-fix", checks)
     failed = [
         f"{i.id}: {why}" for (i, _, _), (ok, why) in zip(checks, results, strict=True) if not ok
     ]
     if failed:
-        print(f"Your fix is refused: {'; '.join(failed)}", file=ctx.out, flush=True)
-        return f"the fix {name} did not verify: {'; '.join(failed)}"
+        return f"apply {name}: refused, it did not verify ({_one_line('; '.join(failed))})"
     replaced = [
         Fix(i.id, o, d, "skipped", f"replaced by {name} at the checkpoint") for i, o, d in proposals
     ]
     first = findings[0] if findings else proposals[0][0]
     return [(first, "user", diff)], replaced
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

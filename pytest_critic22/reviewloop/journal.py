@@ -27,6 +27,7 @@ __all__ = [
     "append_memory",
     "append_round",
     "critic_memory",
+    "duration",
     "memory_markdown",
     "round_markdown",
     "start_log",
@@ -207,6 +208,11 @@ def _status(record: RoundRecord) -> list[str]:
     return out
 
 
+def duration(seconds: float) -> str:
+    """A round's wall time as the journal writes it (and the HTML page reads it back)."""
+    return f"{seconds:.1f} s"
+
+
 def round_markdown(record: RoundRecord, *, redone: bool = False) -> str:
     """One round of ``AUTO_REVIEW.md`` (pure). ``redone`` marks a round run again after an
     interruption, so the log keeps both attempts and says which one came later."""
@@ -216,6 +222,8 @@ def round_markdown(record: RoundRecord, *, redone: bool = False) -> str:
         f" · difficulty {_inline(record.difficulty)}"
         f" · {_inline(record.timestamp) or 'no timestamp'}"
     )
+    if record.seconds is not None:  # a record written before rounds were timed has none
+        run += f" · {duration(record.seconds)}"
     if record.candidate:
         run += f" · candidate {_inline(record.candidate)}"
     lines = [heading, "", run, ""]

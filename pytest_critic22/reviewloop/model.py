@@ -153,6 +153,7 @@ class RoundRecord:
     difficulty: str = "medium"
     timestamp: str = ""  # ISO-8601 UTC with Z
     extra: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float | None = None  # the round's wall time; None when not measured (old records)
 
     def counts(self) -> dict[str, int]:
         out = {"verified": 0, "refuted": 0, "inconclusive": 0}
@@ -185,6 +186,7 @@ class RoundRecord:
             "candidate": self.candidate,
             "difficulty": self.difficulty,
             "timestamp": self.timestamp,
+            "seconds": self.seconds,
             "extra": dict(self.extra),
             "counts": self.counts(),
         }

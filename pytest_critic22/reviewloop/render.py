@@ -18,10 +18,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_critic22.formats.html_parts import CSP, esc
-from pytest_critic22.reviewloop.journal import AUTO_REVIEW
+from pytest_critic22.reviewloop.journal import AUTO_REVIEW, duration
 
 __all__ = ["AUTO_REVIEW_HTML", "render_file", "render_html"]
 
@@ -37,6 +38,11 @@ _PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 _ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});")
 _PLAIN = re.compile(r"[^\\`*<&]+")
 _SLUG = re.compile(r"[^a-z0-9]+")
+# The journal's run lines (:mod:`.journal`): a run's start (or resumption), a round's run.
+_RUN_START = re.compile(r"^Run (\S+) (started|resumed) (\S+) on ")
+_ROUND_RUN = re.compile(r"^Run: (\S+) · round ")
+_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]+)?) s$")
+_STAMP = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2})")
 
 CSS = """
 :root{--fg:#1f2328;--muted:#59636e;--bg:#fff;--panel:#f6f8fa;--line:#d1d9e0;--link:#0969da;
@@ -61,7 +67,8 @@ overflow-wrap:anywhere}
 th{background:var(--panel);font-weight:600}
 details{margin:6px 0;padding:2px 8px;border:1px solid var(--line);border-radius:6px}
 summary{cursor:pointer;color:var(--link)}
-nav{font-size:13px;margin:6px 0 12px}nav a{margin-right:10px}
+nav{font-size:13px;margin:6px 0 12px}nav a{margin-right:10px}nav div{margin:2px 0}
+nav .run,h2.run{font-weight:600}h2.run{border-bottom-style:double}
 .verdict{display:inline-block;padding:0 8px;border-radius:10px;font-weight:600;color:#fff}
 .v-not-ready,.v-BLOCKED{background:var(--bad)}.v-almost{background:var(--warn)}
 .v-ready{background:var(--good)}
@@ -187,6 +194,74 @@ def _list(items: Sequence[tuple[int, str]]) -> str:
     return "".join([*out, "</ul>"])
 
 
+@dataclass
+class _RunFacts:
+    """What the page says of one run of the loop: read back from the journal's lines."""
+
+    started: str = ""  # the first start line's timestamp
+    verdict: str = ""  # the last round's
+    status: str = ""  # the Final section's; "" while the run has not ended
+    seconds: float = 0.0  # the rounds' wall times, summed
+    timed: bool = False  # whether any round carried one
+
+    def label(self, run_id: str) -> str:
+        """``run_… · 2026-12-04 21:15 UTC · acquitted (ready) · 25.3 s`` (plain text)."""
+        stamp = _STAMP.match(self.started)
+        when = f"{stamp[1]} {stamp[2]} UTC" if stamp else "start not recorded"
+        if self.status:
+            outcome = self.status + (f" ({self.verdict})" if self.verdict else "")
+        else:
+            outcome = "not finished" + (f" (last: {self.verdict})" if self.verdict else "")
+        took = duration(self.seconds) if self.timed else "time not recorded"
+        return " · ".join((run_id, when, outcome, took))
+
+
+def _unmark(markdown: str) -> str:
+    """A journal value back as plain text (the journal escapes markdown in it)."""
+    return _plain(markdown).strip()
+
+
+def run_facts(lines: Sequence[str]) -> dict[str, _RunFacts]:
+    """Each run of the journal (in order) and what its lines say of it; fenced text (a raw
+    answer quoting a run line) is skipped."""
+    runs: dict[str, _RunFacts] = {}
+    current, fence, final = "", "", False
+    for line in lines:
+        found = _FENCE.match(line)
+        if fence:
+            if found and found[1][0] == fence[0] and len(found[1]) >= len(fence):
+                fence = "" if not found[2].strip() else fence
+            continue
+        if found and not (found[1][0] == "`" and "`" in found[2]):
+            fence = found[1]
+            continue
+        if line.startswith("## "):
+            final = line.strip() == "## Final"
+        start = _RUN_START.match(line)
+        in_round = _ROUND_RUN.match(line)
+        if start:
+            current = _unmark(start[1])
+            facts = runs.setdefault(current, _RunFacts())
+            facts.started = facts.started or _unmark(start[3])
+        elif in_round:
+            current = _unmark(in_round[1])
+            facts = runs.setdefault(current, _RunFacts())
+            for part in line.split(" · ")[1:]:
+                took = _SECONDS.match(part.strip())
+                if took:
+                    facts.seconds += float(took[1])
+                    facts.timed = True
+                    break
+        elif final and line.startswith("- **Run**: "):
+            current = _unmark(line.removeprefix("- **Run**: "))
+            runs.setdefault(current, _RunFacts())
+        elif current and line.startswith("- **Verdict**: ") and not final:
+            runs[current].verdict = _unmark(line.removeprefix("- **Verdict**: "))
+        elif current and final and line.startswith("- **Status**: "):
+            runs[current].status = _unmark(line.removeprefix("- **Status**: "))
+    return runs
+
+
 class _Page:
     """The block structure, line by line (journal markdown never needs lookbehind)."""
 
@@ -196,7 +271,10 @@ class _Page:
         self.items: list[tuple[int, str]] = []
         self.details = 0
         self.section = ""  # the current ### heading: the verdict is coloured in Assessment
-        self.anchors: list[tuple[str, str]] = []  # (id, text) of every ## heading
+        self.anchors: list[tuple[str, str, str]] = []  # (id, text, run) of every ## heading
+        self.runs: dict[str, _RunFacts] = {}
+        self.run = ""  # the run the lines being read belong to
+        self.labelled: dict[str, str] = {}  # run -> the id of its heading on the page
 
     def flush(self) -> None:
         if self.paragraph:
@@ -229,14 +307,46 @@ class _Page:
         if level != 2:
             self.out.append(f"<h{level}>{inline(text)}</h{level}>")
             return
-        slug = _SLUG.sub("-", plain.lower()).strip("-") or "section"
-        taken = {a for a, _ in self.anchors}
+        anchor = self.anchor(plain)
+        self.anchors.append((anchor, plain, self.run))
+        self.out.append(f'<h2 id="{esc(anchor)}">{inline(text)}</h2>')
+
+    def anchor(self, text: str) -> str:
+        slug = _SLUG.sub("-", text.lower()).strip("-") or "section"
+        taken = {a for a, _, _ in self.anchors} | set(self.labelled.values())
         anchor, n = slug, 1
         while anchor in taken:
             n += 1
             anchor = f"{slug}-{n}"
-        self.anchors.append((anchor, plain))
-        self.out.append(f'<h2 id="{esc(anchor)}">{inline(text)}</h2>')
+        return anchor
+
+    def run_start(self, run: str) -> None:
+        """A run's first start line gets a heading that names it: id, date, outcome, time."""
+        self.flush()
+        self.run = run
+        if run in self.labelled or run not in self.runs:
+            return
+        anchor = self.anchor(run)
+        self.labelled[run] = anchor
+        label = esc(self.runs[run].label(run))
+        self.out.append(f'<h2 class="run" id="{esc(anchor)}">Run {label}</h2>')
+
+    def nav(self) -> str:
+        """The page's links, grouped under the run each section belongs to."""
+        groups: dict[str, list[str]] = {}
+        for anchor, text, run in self.anchors:
+            groups.setdefault(run, []).append(f'<a href="#{esc(anchor)}">{esc(text)}</a>')
+        if not self.labelled:
+            links = [link for group in groups.values() for link in group]
+            return f"<nav>{''.join(links)}</nav>" if len(links) > 1 else ""
+        rows = []
+        for run, links in groups.items():
+            if run in self.labelled:
+                title = esc(self.runs[run].label(run))
+                head = f'<a class="run" href="#{esc(self.labelled[run])}">{title}</a>'
+                links = [head, *links]
+            rows.append(f"<div>{''.join(links)}</div>")
+        return f"<nav>{''.join(rows)}</nav>"
 
     def feed(self, lines: Sequence[str]) -> None:
         i = 0
@@ -250,8 +360,12 @@ class _Page:
             heading = _HEADING.match(line)
             details = _DETAILS.match(line)
             item = _ITEM.match(line)
+            start = _RUN_START.match(line)
             if not line.strip():
                 self.flush()
+            elif start:
+                self.run_start(_unmark(start[1]))
+                self.paragraph.append(line.strip())
             elif details:
                 self.flush()
                 self.details += 1
@@ -305,12 +419,11 @@ class _Page:
 
 def render_html(markdown_text: str, title: str) -> str:
     """The journal's markdown as a whole page (pure): inline CSS, no script, no URL."""
+    lines = markdown_text.split("\n")
     page = _Page()
-    page.feed(markdown_text.split("\n"))
-    nav = ""
-    if len(page.anchors) > 1:
-        links = "".join(f'<a href="#{esc(a)}">{esc(text)}</a>' for a, text in page.anchors)
-        nav = f"<nav>{links}</nav>"
+    page.runs = run_facts(lines)
+    page.feed(lines)
+    nav = page.nav()
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
