@@ -13,11 +13,19 @@ import json
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_critic22.reviewloop import journal, state
+from pytest_critic22.reviewloop.commit import (
+    Run,
+    agent_id,
+    commit_round,
+    ledger_of,
+    now,
+    write_state,
+)
 from pytest_critic22.reviewloop.independence import independence
 from pytest_critic22.reviewloop.interrupt import LoopInterrupted, save_interrupted
 from pytest_critic22.reviewloop.model import Fix, ItemResult, LoopOptions, RoundRecord
@@ -63,25 +71,6 @@ class LoopResult:
     @property
     def acquitted(self) -> bool:
         return self.status == "acquitted"
-
-
-@dataclass
-class _Run:
-    opts: LoopOptions
-    stage: Path
-    run_id: str
-    base: str
-    out: TextIO
-    stdin: TextIO
-    records: list[RoundRecord] = field(default_factory=list)
-    saved: state.LoopState | None = None  # what REVIEW_STATE.json holds of this run
-    warned: set[str] = field(default_factory=set)  # sandbox warnings already shown
-
-    def say(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
-
-    def round_dir(self, number: int) -> Path:
-        return self.stage / "runs" / self.run_id / f"round-{number}"
 
 
 def check(opts: LoopOptions, stdin: TextIO) -> None:
@@ -130,15 +119,15 @@ def run_loop(
         begun = state.start(stage)
     except state.StateError as exc:
         raise LoopError(str(exc)) from None
-    run = _Run(opts, stage, begun.run_id, "", out, stdin, saved=begun.state)
+    run = Run(opts, stage, begun.run_id, "", out, stdin, saved=begun.state)
     try:
         return _rounds(run, begun, repo)
     except KeyboardInterrupt:  # the last finished round's state kept: the same command resumes
-        saved = save_interrupted(stage, run.run_id, run.saved, _agent(opts), _ledger(run))
+        saved = save_interrupted(stage, run.run_id, run.saved, agent_id(opts), ledger_of(run))
         raise saved[1] from None
 
 
-def _rounds(run: _Run, begun: state.Start, repo: Path) -> LoopResult:
+def _rounds(run: Run, begun: state.Start, repo: Path) -> LoopResult:
     """The loop from its start decision to its end (Ctrl-C is the caller's)."""
     from pytest_critic22.gitio import GitError, head_commit
 
@@ -157,7 +146,7 @@ def _rounds(run: _Run, begun: state.Start, repo: Path) -> LoopResult:
         except GitError:
             raise LoopError(f"critic22 loop: --critic22-base {opts.base} is not a commit") from None
         candidate = opts.patch
-    journal.start_log(stage, run.run_id, str(opts.patch), _now(), first > 1)
+    journal.start_log(stage, run.run_id, str(opts.patch), now(), first > 1)
     spec = RunSpec(
         repo=repo,
         cwd=opts.repo,
@@ -172,27 +161,23 @@ def _rounds(run: _Run, begun: state.Start, repo: Path) -> LoopResult:
     committed = _committed_acquittal(run, first)
     if committed is not None:  # killed between its receipt and its state: it did acquit
         run.records.append(committed)
-        _write_state(run, committed, final=True)
+        write_state(run, committed, final=True)
         return _finish(run, committed, Path(committed.candidate).read_text(encoding="utf-8"))
     if not candidate.is_file():
         raise LoopError(f"critic22 loop: the state of {run.run_id} has no candidate {candidate}")
     text = candidate.read_text(encoding="utf-8")
     for number in range(first, opts.max_rounds + 1):
         record, text_next = _round(run, spec, number, text)
-        _commit(run, record, text_next)
+        commit_round(run, record, text_next)
         run.records.append(record)
         if record.status != "continue":
             return _finish(run, record, text)
         text = text_next
     # Resumed with a lower --max-rounds than the run had: it ends here, as max rounds.
     last = replace(run.records[-1], status="max-rounds", blockers=blockers(run.records[-1].items))
-    _ledger(run).append("loop-stop", {"round": last.round, "status": last.status})
-    _write_state(run, last, final=True)
+    ledger_of(run).append("loop-stop", {"round": last.round, "status": last.status})
+    write_state(run, last, final=True)
     return _finish(run, last, text)
-
-
-def _now() -> str:
-    return state.iso_z(state.utc_now())
 
 
 def _patch_digest(path: Path) -> str:
@@ -201,7 +186,7 @@ def _patch_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _resume(run: _Run, begun: state.Start) -> int:
+def _resume(run: Run, begun: state.Start) -> int:
     """The round to resume at, with ``run.records`` loaded; 1 (a fresh start under the
     assigned id) when there is nothing to resume: a legacy state without records, or an
     interrupted run of another patch."""
@@ -223,7 +208,7 @@ def _resume(run: _Run, begun: state.Start) -> int:
     return begun.round
 
 
-def _committed_acquittal(run: _Run, number: int) -> RoundRecord | None:
+def _committed_acquittal(run: Run, number: int) -> RoundRecord | None:
     """Round ``number``'s record when it acquitted and its receipt was written but the
     state was not (a kill in between): finish from it, never redo an acquitted round."""
     path = run.round_dir(number) / "record.json"
@@ -253,7 +238,7 @@ def loop(
     return run_loop(opts, stdin=stdin, out=out)
 
 
-def _load_records(run: _Run, first: int) -> list[RoundRecord]:
+def _load_records(run: Run, first: int) -> list[RoundRecord]:
     records = []
     for number in range(1, first):
         path = run.round_dir(number) / "record.json"
@@ -263,7 +248,7 @@ def _load_records(run: _Run, first: int) -> list[RoundRecord]:
     return records
 
 
-def _round(run: _Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecord, str]:
+def _round(run: Run, spec: RunSpec, number: int, text: str) -> tuple[RoundRecord, str]:
     from pytest_critic22.reviewloop import steps
     from pytest_critic22.reviewloop.checkpoint import header
     from pytest_critic22.reviewloop.fixes import FixContext, plan_fixes
@@ -376,7 +361,7 @@ def _since(started: float) -> float:
     return round(time.monotonic() - started, 3)
 
 
-def _sandbox_warnings(run: _Run, report: Mapping[str, Any] | None) -> list[str]:
+def _sandbox_warnings(run: Run, report: Mapping[str, Any] | None) -> list[str]:
     """The sandbox's warning lines a plain review prints (the rlimits fallback, what rlimits
     cannot keep out): shown once per loop, kept in every round's notes."""
     from pytest_critic22.sandbox import RLIMITS_LIMITS
@@ -430,77 +415,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _ledger(run: _Run) -> Any:
-    from pytest_critic22.ledger import Ledger
-
-    return Ledger(run.stage.parent / "ledger.jsonl", run.run_id)
-
-
-def _commit(run: _Run, record: RoundRecord, following: str) -> None:
-    """Write the round: its record, memory, log, ledger event, receipt; the state last."""
-    folder = run.round_dir(record.round)
-    write_file(folder / "record.json", json.dumps(record.to_dict(), indent=2))
-    if record.status == "continue":
-        write_file(folder / "next.diff", following)
-    previous = run.records[-1] if run.records else None
-    journal.append_memory(run.stage, record, previous)
-    journal.append_round(run.stage, record)
-    ledger = _ledger(run)
-    ledger.append(
-        "loop-round",
-        {
-            "round": record.round,
-            "verdict": record.verdict,
-            "score": record.score,
-            "counts": record.counts(),
-            "status": record.status,
-            "trace_id": record.trace_id,
-            "review_independence": record.review_independence,
-        },
-    )
-    if record.positive:
-        state.AcquittalLog(run.stage / state.ACQUITTAL_LOG).append(
-            state.Receipt(
-                run_id=run.run_id,
-                round=record.round,
-                backend=record.critic_source,
-                effort=record.difficulty,
-                verdict=record.verdict,
-                score=record.score,
-                trace_id=record.trace_id,
-                timestamp=_now(),
-            )
-        )
-    if record.status != "continue":
-        ledger.append("loop-stop", {"round": record.round, "status": record.status})
-    _write_state(run, record, final=record.status not in ("continue", "blocked"))
-
-
-def _write_state(run: _Run, record: RoundRecord, *, final: bool) -> None:
-    """The round's commit point. A BLOCKED round is not counted: the state stays in
-    progress at the round before it, so running the loop again redoes it."""
-    blocked = record.status == "blocked"
-    saved = state.LoopState(
-        run_id=run.run_id,
-        round=record.round - 1 if blocked else record.round,
-        agent_id=_agent(run.opts),
-        status="completed" if final else "in_progress",
-        last_score=record.score,
-        last_verdict=record.verdict,
-        pending_experiments=(),
-        timestamp=_now(),
-    )
-    state.write_state(run.stage, saved)
-    run.saved = saved
-
-
-def _agent(opts: LoopOptions) -> str:
-    if opts.findings_dir is not None:
-        return f"replay:{opts.findings_dir}"
-    return f"model:{opts.model}"
-
-
-def _finish(run: _Run, record: RoundRecord, text: str) -> LoopResult:
+def _finish(run: Run, record: RoundRecord, text: str) -> LoopResult:
     from pytest_critic22.reviewloop.render import render_file
 
     status = record.status
