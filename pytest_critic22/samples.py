@@ -1,19 +1,33 @@
 """The bundled sample repositories: plain folders turned into git repositories on demand.
 
-Each ``sample_repos/NAME/`` holds ``repo/`` (the project) and ``cases/`` (candidate
-patches with their specification and recorded critic outputs).
+They ship inside the package (``pytest_critic22/sample_repos/``, package data found with
+:mod:`importlib.resources`), so ``critic22 demo`` and ``critic22 ab sample`` work from an
+installed wheel, outside any checkout. Each ``sample_repos/NAME/`` holds ``repo/`` (the
+project) and ``cases/`` (candidate patches with their specification and recorded critic
+outputs); ``sample_repos/population.json`` is the labelled population of ``critic22 ab``.
 """
 
 from __future__ import annotations
 
 import shutil
+from importlib.resources import files
 from pathlib import Path
 
 from pytest_critic22.gitio import init_repo
 
-__all__ = ["SAMPLES_DIR", "case_dir", "case_options", "materialize", "sample_names"]
+__all__ = [
+    "POPULATION",
+    "SAMPLES_DIR",
+    "case_dir",
+    "case_options",
+    "materialize",
+    "sample_names",
+]
 
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_repos"
+# The package is installed as files (a wheel, an editable install): its data is a folder.
+SAMPLES_DIR = Path(str(files("pytest_critic22") / "sample_repos"))
+#: The bundled labelled population (``critic22 ab sample``).
+POPULATION = SAMPLES_DIR / "population.json"
 #: Never copied: caches and the plugin's state (the tool caches ignore themselves in git anyway).
 _IGNORED = ("__pycache__", ".pytest_cache", "*.pyc", ".critic22", ".mypy_cache", ".ruff_cache")
 
@@ -40,10 +54,7 @@ def materialize(
     if source is None:
         source = SAMPLES_DIR / sample / "repo"
         if not source.is_dir():
-            raise FileNotFoundError(
-                f"sample repository {sample!r} not found under {SAMPLES_DIR} "
-                "(the samples ship with a source checkout: pip install -e .)"
-            )
+            raise FileNotFoundError(f"sample repository {sample!r} not found under {SAMPLES_DIR}")
     shutil.copytree(source, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*_IGNORED))
     init_repo(dest, message if message is not None else f"sample {sample}")
     return dest

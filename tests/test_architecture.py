@@ -19,7 +19,9 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    """The package's own modules (the bundled sample projects are data, not modules)."""
+    data = PACKAGE / "sample_repos"
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if data not in p.parents}
 
 
 def _type_checking_only(tree: ast.Module) -> set[int]:

@@ -17,9 +17,10 @@ from pytest_critic22.reviewloop.independence import independence as _independenc
 from pytest_critic22.reviewloop.model import ItemResult, LoopOptions, RoundRecord
 from pytest_critic22.reviewloop.rounds import decisive_output, items_of, scar_entries, split_test
 from pytest_critic22.reviewloop.verdict import is_positive, score_of, verdict_of
+from pytest_critic22.samples import SAMPLES_DIR
 from tests.helpers import diff_of
 
-SAMPLE = Path(__file__).parent.parent / "sample_repos" / "textstats"
+SAMPLE = SAMPLES_DIR / "textstats"
 
 
 def item(status: str, source: str = "critic", **kw: Any) -> ItemResult:

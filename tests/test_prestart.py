@@ -18,6 +18,7 @@ import pytest
 
 from pytest_critic22 import forkrun
 from pytest_critic22.forkrun import ForkRequest, discard_prestarted, prestart, run_forked
+from pytest_critic22.samples import SAMPLES_DIR
 from pytest_critic22.sandbox import probe_bwrap, resolve
 from pytest_critic22.trees import trees_root
 from tests.e2e import make_sample
@@ -142,7 +143,7 @@ def test_a_review_whose_findings_never_run_a_session_leaves_no_server(
         "confidence": 0.5,
     }
     findings.write_text(json.dumps([record]))
-    patch = Path(__file__).parent.parent / "sample_repos/textstats/cases/median-drops-guard"
+    patch = SAMPLES_DIR / "textstats/cases/median-drops-guard"
     result = pytester.runpytest_inprocess(
         f"--critic22={patch / 'patch.diff'}",
         f"--critic22-findings={findings}",

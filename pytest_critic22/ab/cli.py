@@ -36,7 +36,13 @@ def _parser() -> argparse.ArgumentParser:
         f"needs at least {MIN_DEFECTIVE} defective and {MIN_GOOD} good case(s) measured: with "
         "fewer, the answer is 'not enough data'.",
     )
-    parser.add_argument("population", type=Path, metavar="POPULATION", help="population JSON")
+    parser.add_argument(
+        "population",
+        type=Path,
+        metavar="POPULATION",
+        help="population JSON, or 'sample' for the bundled one (27 cases over four sample "
+        "repositories, with recorded critics: --critic recorded:useful|noisy|silent)",
+    )
     parser.add_argument(
         "--critic",
         metavar="recorded:NAME|replay:DIR|model",
@@ -121,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        population = load_population(args.population)
+        population = load_population(_population_path(args.population))
         critic = choose_critic(population, args.critic, args.critic22_model, args.critic22_api_base)
     except PopulationError as exc:
         print(f"critic22 ab: error: {exc}", file=sys.stderr)
@@ -205,3 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     return 1 if run.errors else 0
+
+
+def _population_path(given: Path) -> Path:
+    """``sample`` names the bundled population (a file of that name wins)."""
+    from pytest_critic22.samples import POPULATION
+
+    return POPULATION if str(given) == "sample" and not given.exists() else given

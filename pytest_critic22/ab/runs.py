@@ -316,14 +316,19 @@ def case_digest(case: Case, *, with_ground_truth: bool = False) -> str:
 
 
 def plugin_digest() -> str:
-    """The plugin's version and every source file of the package but this driver's."""
+    """The plugin's version and every source file of the package but this driver's (and the
+    bundled samples': a case's own files are in its key)."""
     import pytest_critic22
 
     package = Path(pytest_critic22.__file__).resolve().parent
     h = hashlib.sha256(pytest_critic22.__version__.encode())
     for path in sorted(package.rglob("*")):
         relative = path.relative_to(package)
-        if path.is_file() and path.suffix in (".py", ".txt") and relative.parts[0] != "ab":
+        if (
+            path.is_file()
+            and path.suffix in (".py", ".txt")
+            and relative.parts[0] not in ("ab", "sample_repos")
+        ):
             _digest_update(h, relative.as_posix(), path.read_bytes())
     return h.hexdigest()
 
