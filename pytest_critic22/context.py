@@ -12,6 +12,9 @@ reading the trees, the cache — is in :mod:`pytest_critic22.evidence`.
   :func:`conftest_chain` / :func:`available_fixtures`: which conftests apply to a test folder and
   which fixture a name means there (the closest conftest wins, as in pytest);
 - :func:`choose_usage_example`: the one existing test shown per touched symbol, by a fixed rule.
+
+Where a source's functions and classes are (:class:`Block`, :func:`definitions`) and its
+imports (:func:`module_imports`) is :mod:`pytest_critic22.codeblocks`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+from pytest_critic22.codeblocks import Block, definitions, module_imports
 
 __all__ = [
     "BUILTIN_FIXTURES",
@@ -72,19 +77,6 @@ BUILTIN_FIXTURES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
-    """One function or class of a source, by line (1-based, inclusive)."""
-
-    qualname: str  # "f", "Cls", "Cls.method", "outer.inner"
-    kind: str  # "function" | "class"
-    start: int  # the first line, decorators included
-    line: int  # the ``def``/``class`` line
-    header_end: int  # the line of the header's colon
-    end: int
-    docstring: str  # cleaned; "" when there is none
-
-
-@dataclass(frozen=True, slots=True)
 class Fixture:
     name: str  # as tests request it: ``name=`` when the decorator gives one
     scope: str  # "function" unless ``scope=`` says otherwise ("dynamic" for a callable)
@@ -96,22 +88,6 @@ class Fixture:
 
 
 # -- definitions ------------------------------------------------------------------------------
-
-
-def definitions(source: str) -> tuple[Block, ...]:
-    """Every function and class of ``source``, in source order; ``()`` when it does not parse.
-
-    A qualname can occur twice (a property's getter and setter, a definition in both branches
-    of an ``if``): the functions below take a line to tell them apart, else the last one wins,
-    as it would when the module runs."""
-    try:
-        module = cst.parse_module(source)
-    except Exception:  # libcst's ParserSyntaxError, or anything else: nothing to show
-        return ()
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    collector = _Blocks()
-    wrapper.visit(collector)
-    return tuple(collector.blocks)
 
 
 def find_block(blocks: Sequence[Block], qualname: str, line: int | None = None) -> Block | None:
@@ -190,22 +166,6 @@ def signature_of(
             header += lines[init.start - 1 : init.header_end]
             docstring = docstring or init.docstring
     return _dedent(header), docstring
-
-
-def module_imports(source: str) -> str:
-    """The module-level ``import`` statements of a source, as written (how its tests import)."""
-    try:
-        module = cst.parse_module(source)
-    except Exception:
-        return ""
-    kept = []
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(s, cst.Import | cst.ImportFrom) for s in statement.body
-        ):
-            text = module.code_for_node(statement.with_changes(leading_lines=()))
-            kept.append(text.rstrip("\n"))
-    return "\n".join(kept) + ("\n" if kept else "")
 
 
 def nodeid_source(
@@ -377,52 +337,3 @@ def _dedent(lines: Sequence[str]) -> str:
         return ""
     cut = len(_indent(lines[0]))
     return "\n".join(line[cut:] if line[:cut].strip() == "" else line for line in lines)
-
-
-class _Blocks(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks: list[Block] = []
-        self.stack: list[str] = []
-
-    def _add(self, node: cst.FunctionDef | cst.ClassDef, kind: str) -> None:
-        name = node.name.value
-        qualname = ".".join([*self.stack, name])
-        position = self.get_metadata(PositionProvider, node)
-        start = position.start.line
-        if node.decorators:
-            start = self.get_metadata(PositionProvider, node.decorators[0]).start.line
-        # The header as written, up to its colon: the node with a one-line body and no
-        # decorators is exactly the header's lines plus " ..." after the colon.
-        bare = node.with_changes(
-            decorators=(),
-            leading_lines=(),
-            body=cst.SimpleStatementSuite([cst.Expr(cst.Ellipsis())]),
-        )
-        header_lines = len(cst.Module([]).code_for_node(bare).rstrip("\n").split("\n"))
-        self.blocks.append(
-            Block(
-                qualname=qualname,
-                kind=kind,
-                start=start,
-                line=position.start.line,
-                header_end=position.start.line + header_lines - 1,
-                end=position.end.line,
-                docstring=node.get_docstring(clean=True) or "",
-            )
-        )
-        self.stack.append(name)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._add(node, "class")
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.stack.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._add(node, "function")
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.stack.pop()

@@ -1,7 +1,8 @@
 """Gathering impact evidence from the trees (I/O): the code graph, cached by content, and
 what a test needs to see (touched source, callees, fixtures, usage examples; extracted by
-:mod:`pytest_critic22.context`). Changed-line coverage of the preservation tests on the
-patched tree is :mod:`pytest_critic22.coverage_evidence` (re-exported here)."""
+:mod:`pytest_critic22.context` from each file's blocks, cached by content too). Changed-line
+coverage of the preservation tests on the patched tree is
+:mod:`pytest_critic22.coverage_evidence` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_critic22.childfiles import read_tree_file
+from pytest_critic22.codeblocks import (
+    Block,
+    SourceContext,
+    context_digest,
+    context_from_dict,
+    context_to_dict,
+    source_context,
+)
 from pytest_critic22.codefacts import (
     FileFacts,
     facts_digest,
@@ -21,18 +30,15 @@ from pytest_critic22.codefacts import (
 )
 from pytest_critic22.codescan import scan_file
 from pytest_critic22.context import (
-    Block,
     Fixture,
     available_fixtures,
     builtin_fixtures_note,
     choose_usage_example,
     conftest_chain,
     conftest_fixtures,
-    definitions,
     fixture_digest,
     fixtures_from_dicts,
     fixtures_to_dicts,
-    module_imports,
     nodeid_source,
     signature_of,
     symbol_source,
@@ -74,6 +80,9 @@ class Impact:
     unparsed: tuple[str, ...] = ()
     scanned: int = 0
     cache_hits: int = 0
+    # Files whose blocks and imports the packet's context needed: built now, or from the cache.
+    context_built: int = 0
+    context_hits: int = 0
 
 
 def python_files(tree: Path) -> list[str]:
@@ -163,7 +172,7 @@ def gather_impact(
         "preservation_tests": list(preservation),
         "unparsed_files": list(unparsed),
     }
-    sources = _Sources((patched_tree, base_tree))
+    sources = _Sources((patched_tree, base_tree), (patched_graph, base_graph), cache_dir)
     touched = touched_source(patch, symbols, patched_tree, patched_graph, sources)
     evidence["touched_source"] = [t.record() for t in touched]
     evidence["callees"] = callee_evidence(patch, touched, patched_tree, patched_graph, sources)
@@ -179,16 +188,23 @@ def gather_impact(
         unparsed=unparsed,
         scanned=len(patched_graph) + len(base_graph),
         cache_hits=hits_p + hits_b,
+        context_built=sources.built,
+        context_hits=sources.hits,
     )
 
 
 @dataclass(slots=True)
 class _Sources:
-    """Files read (and parsed into blocks) once per gathering."""
+    """Files read once per gathering; each file's context (its blocks and module imports)
+    built only for the files the packet shows something of, once, and cached by content."""
 
     roots: tuple[Path, ...]  # the trees it reads
+    graphs: tuple[Mapping[str, FileFacts], ...] = ()  # each root's code graph, in that order
+    cache_dir: Path | None = None
     text: dict[Path, str | None] = field(default_factory=dict)
-    parsed: dict[Path, tuple[Block, ...]] = field(default_factory=dict)
+    contexts: dict[Path, SourceContext] = field(default_factory=dict)
+    built: int = 0  # contexts built from a source
+    hits: int = 0  # contexts read from the cache
 
     def read(self, path: Path) -> str | None:
         """A tree's file (a path below one of the trees), read only inside its tree."""
@@ -202,10 +218,33 @@ class _Sources:
         return self.text[path]
 
     def blocks(self, path: Path) -> tuple[Block, ...]:
-        if path not in self.parsed:
-            source = self.read(path)
-            self.parsed[path] = definitions(source) if source is not None else ()
-        return self.parsed[path]
+        return self.context(path).blocks
+
+    def context(self, path: Path) -> SourceContext:
+        """The file's blocks and imports; from the cache when it holds the file's text."""
+        if path in self.contexts:
+            return self.contexts[path]
+        source, parses = self.read(path), self._parses(path)
+        context = SourceContext((), "")  # what libcst gives a file it cannot parse
+        if source is not None and parses is not False:
+            digest = context_digest(source)
+            try:
+                context = context_from_dict(_read_json(self.cache_dir, digest))
+                self.hits += 1
+            except (KeyError, TypeError, ValueError):  # none, or malformed: built and written
+                context = source_context(source, parses)
+                self.built += 1
+                _write_json(self.cache_dir, digest, context_to_dict(context))
+        self.contexts[path] = context
+        return context
+
+    def _parses(self, path: Path) -> bool | None:
+        """Whether libcst parses the file, as its tree's code graph found; None: not known."""
+        for root, graph in zip(self.roots, self.graphs, strict=False):
+            facts = graph.get(path.relative_to(root).as_posix()) if root in path.parents else None
+            if facts is not None:
+                return not facts.parse_error
+        return None
 
 
 @dataclass(slots=True)
@@ -370,7 +409,7 @@ def usage_examples(
             examples[nodeid] = {
                 "test": nodeid,
                 "exercises": [symbol.name],
-                "imports": module_imports(source),
+                "imports": sources.context(path).imports,
                 "source": shown[2],
             }
     return list(examples.values())

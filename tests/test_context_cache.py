@@ -1,0 +1,319 @@
+"""The packet's code context is built once per file content: a second gathering reads every
+file's blocks and imports from the cache, a changed file is read again, and the fast reading
+(Python's own parser and tokenizer) tells exactly what libcst tells (issue 44, item 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_critic22 import codeblocks as codeblocks_module
+from pytest_critic22 import evidence as evidence_module
+from pytest_critic22.codeblocks import (
+    SourceContext,
+    context_digest,
+    context_from_dict,
+    context_to_dict,
+    definitions,
+    module_imports,
+    source_context,
+)
+from pytest_critic22.diffparse import parse_patch
+from pytest_critic22.evidence import Impact, gather_impact
+from pytest_critic22.gitio import git, init_repo
+from tests.helpers import write
+
+STORE = '''\
+"""Counts of items in stock."""
+
+from __future__ import annotations
+
+from shop import helpers as h
+
+
+class Inventory:
+    """A stock of items."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, int] = {}
+
+    def remove(self, item: str, qty: int = 1) -> None:
+        """Take ``qty`` of ``item`` out."""
+        if item not in self._items:
+            raise KeyError(item)
+        self._items[item] -= qty
+
+    def count(self, item: str) -> int:
+        return self._items.get(item, 0)
+'''
+
+PROJECT: dict[str, str | bytes] = {
+    "src/shop/__init__.py": "from shop.store import Inventory\n",
+    "src/shop/helpers.py": 'def normalise(name: str) -> str:\n    """Lower-case."""\n'
+    "    return name.lower()\n",
+    "src/shop/store.py": STORE,
+    "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef stock():\n    return {}\n",
+    "tests/test_store.py": (
+        "import pytest\n"
+        "\n"
+        "from shop import Inventory\n"
+        "\n"
+        "\n"
+        "def test_remove_unknown():\n"
+        "    with pytest.raises(KeyError):\n"
+        '        Inventory().remove("pear")\n'
+    ),
+}
+
+EDITED = STORE.replace(
+    "        self._items[item] -= qty\n",
+    "        item = h.normalise(item)\n        self._items[item] -= qty\n",
+)
+
+
+def trees(tmp_path: Path, edited: str = EDITED) -> tuple[Path, Path, str]:
+    base = tmp_path / "base"
+    write(base, dict(PROJECT))
+    init_repo(base)
+    patched = tmp_path / "patched"
+    shutil.copytree(base, patched)
+    write(patched, {"src/shop/store.py": edited})
+    return base, patched, git(["diff", "--no-ext-diff"], patched).stdout
+
+
+def gather(base: Path, patched: Path, diff: str, cache: Path | None) -> Impact:
+    return gather_impact(parse_patch(diff), base, patched, cache)
+
+
+def context_entries(cache: Path) -> list[Path]:
+    """The cache's source-context entries (the graph's and the fixtures' are beside them)."""
+    return [p for p in cache.glob("*.json") if "blocks" in json.loads(p.read_text())]
+
+
+def test_a_second_gathering_reads_every_files_context_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, patched, diff = trees(tmp_path)
+    cache = tmp_path / "cache"
+    first = gather(base, patched, diff, cache)
+    # The touched module (patched), the callee's module (patched), the example's test (base).
+    assert (first.context_built, first.context_hits) == (3, 0)
+    assert len(context_entries(cache)) == 3
+    evidence = first.evidence
+    assert [t["symbol"] for t in evidence["touched_source"]] == ["shop.store.Inventory.remove"]
+    assert [c["name"] for c in evidence["callees"]] == ["shop.helpers.normalise"]
+    assert [e["test"] for e in evidence["usage_examples"]] == [
+        "tests/test_store.py::test_remove_unknown"
+    ]
+
+    def no_building(source: str, parses: bool | None = None) -> Any:
+        raise AssertionError("a context was built although the cache holds it")
+
+    monkeypatch.setattr(evidence_module, "source_context", no_building)
+    second = gather(base, patched, diff, cache)
+    assert (second.context_built, second.context_hits) == (0, 3)
+    assert second.evidence == first.evidence
+
+
+def test_a_changed_file_has_its_context_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, patched, diff = trees(tmp_path)
+    cache = tmp_path / "cache"
+    first = gather(base, patched, diff, cache)
+    # The same patch, written differently: only the touched module's text changes.
+    changed = EDITED.replace("item = h.normalise(item)", "item = h.normalise(item)  # folded")
+    write(patched, {"src/shop/store.py": changed})
+    diff = git(["diff", "--no-ext-diff"], patched).stdout
+    built: list[str] = []
+
+    def counting(source: str, parses: bool | None = None) -> SourceContext:
+        built.append(source)
+        return source_context(source, parses)
+
+    monkeypatch.setattr(evidence_module, "source_context", counting)
+    second = gather(base, patched, diff, cache)
+    assert built == [changed]  # the callee's module and the example's test: from the cache
+    assert (second.context_built, second.context_hits) == (1, 2)
+    (touched,) = second.evidence["touched_source"]
+    assert "item = h.normalise(item)  # folded\n" in touched["source"]
+    assert second.evidence["usage_examples"] == first.evidence["usage_examples"]
+    assert second.evidence["callees"] == first.evidence["callees"]
+
+
+def test_a_malformed_cache_entry_is_built_again_and_the_evidence_is_the_same(
+    tmp_path: Path,
+) -> None:
+    base, patched, diff = trees(tmp_path)
+    cache = tmp_path / "cache"
+    first = gather(base, patched, diff, cache)
+    entries = context_entries(cache)
+    entries[0].write_text(json.dumps({"blocks": [["f", "function", "1", 1, 1, 2, ""]]}))
+    entries[1].write_text("{not json")
+    second = gather(base, patched, diff, cache)
+    assert (second.context_built, second.context_hits) == (2, 1)
+    assert second.evidence == first.evidence
+    assert len(context_entries(cache)) == 3  # rewritten
+
+
+def test_without_a_cache_folder_every_gathering_builds_the_context(tmp_path: Path) -> None:
+    base, patched, diff = trees(tmp_path)
+    first = gather(base, patched, diff, cache=None)
+    second = gather(base, patched, diff, cache=None)
+    assert first.context_built == second.context_built == 3
+    assert second.evidence == first.evidence
+
+
+def test_the_context_cache_key_is_the_text_alone() -> None:
+    assert context_digest(STORE) == context_digest(STORE)
+    assert context_digest(STORE) != context_digest(EDITED)
+    context = source_context(STORE, parses=True)
+    assert context_from_dict(json.loads(json.dumps(context_to_dict(context)))) == context
+
+
+# -- the fast reading tells what libcst tells ------------------------------------------------
+
+TRICKY = '''\
+"""Module docstring."""
+import os  # why
+import sys; import re
+x = 1; import json
+from typing import (  # wrapped
+    Any,
+
+    Callable,  # this one too
+)
+if x:
+    import collections
+
+
+@decorator
+
+# a comment between the decorator and the def
+def f(a,
+      b: "dict[str, int]" = {"k": 1},  # a colon in a string: and a dict
+      c=lambda y: y,
+      *, d: int = 1) -> dict[str, int]:  # trailing
+    """Doc.
+
+        Indented more.
+    """
+    return (
+        a
+    )
+    # a footer comment
+
+
+class A(
+    Base,
+    metaclass=Meta,
+): "one-line docstring"
+
+
+async def g(): pass;
+
+
+@(
+    wrapped
+)
+@other.deco(arg=[1,
+                 2])
+class C:
+    ("parenthesised" " and concatenated")
+
+    @property
+    def x(self):
+        return 1
+
+    @x.setter
+    def x(self, value):
+        def inner():
+            class Local:
+                pass
+        return inner
+
+    def f_string(self):
+        f"not a {docstring}"
+
+    def bytes_(self):
+        b"not a docstring either"
+
+
+try:
+    def in_try(): ...
+except ImportError:
+    def in_try(): return 2
+else:
+    class InElse: ...
+finally:
+    pass
+
+for _ in ():
+    def in_loop(): ...
+
+with open(__file__) as handle:
+    def in_with(): ...
+
+match x:
+    case 1:
+        def in_case(): ...
+
+def tail(): return 1 \\
+    + 2'''.replace("# why\n", "# why   \n")  # trailing spaces after a comment, kept
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        TRICKY,
+        TRICKY + "\n",
+        STORE,
+        "",
+        "\n\n",
+        "import os",
+        "def f():\n    pass\n\n\n\n",
+        "class A: pass\nclass A:\n    def m(self): ...\n",
+        "@d\n\n\n\n@e\n# c\n\n# c\ndef f(): ...\n",
+        "def f(x=(\n    1,\n)) -> (\n    int\n):\n    '''Doc'''\n",
+        "def f(): 'doc'; return 1\n",
+        "class A:\n\tdef m(self):\n\t\treturn 1\n",
+        "def f(x=lambda: {'a': 1}[\n'a']):\n    return x\n",
+        "import a.b as c, d\nfrom . import e  # rel\nfrom .. x import (y)\n",
+    ],
+)
+def test_the_fast_context_is_what_libcst_gives(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = SourceContext(definitions(source), module_imports(source))
+
+    def no_libcst(source: str) -> Any:
+        raise AssertionError("libcst was asked")
+
+    monkeypatch.setattr(codeblocks_module, "_parse", no_libcst)
+    assert source_context(source, parses=True) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        TRICKY.replace("\n", "\r\n"),  # carriage returns: libcst shows them, ast does not
+        "\ufeffimport os\ndef f(): ...\n",  # a byte-order mark
+        "def f():\n\f    return 1\n",  # a form feed in the indentation
+        "import os \\\n; import sys\n",  # a backslash after a statement
+        "def f[T](x: T) -> T:\n    return x\n",  # newer than this Python, perhaps
+    ],
+)
+def test_where_the_fast_reading_is_unsure_libcst_answers(source: str) -> None:
+    expected = SourceContext(definitions(source), module_imports(source))
+    assert source_context(source, parses=True) == expected
+    assert source_context(source) == expected
+
+
+def test_a_source_libcst_cannot_parse_has_no_context() -> None:
+    assert source_context("def broken(:\n", parses=True) == SourceContext((), "")
+    # What the code graph found unparseable is not read again, even where Python could.
+    assert source_context("def f():\n    pass\n", parses=False) == SourceContext((), "")
