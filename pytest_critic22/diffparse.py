@@ -19,6 +19,7 @@ __all__ = [
     "FilePatch",
     "ParsedPatch",
     "parse_patch",
+    "without_binary_files",
 ]
 
 #: The location that names the patch as a unit rather than one of its edits.
@@ -261,6 +262,24 @@ def parse_patch(text: str) -> ParsedPatch:
         trailer="".join(body[body_end:]),
         binary=binary,
     )
+
+
+def without_binary_files(text: str) -> str:
+    """``text`` without the ``diff --git`` sections of binary files ("Binary files … differ",
+    "GIT binary patch"); "" when nothing else is left. Plain string work, no unidiff: the
+    plugin's early hook calls it while the checkout is still on ``sys.path``."""
+    sections: list[list[str]] = [[]]
+    for line in _split_lines(text):
+        if line.startswith(_FILE_START_GIT):
+            sections.append([])
+        sections[-1].append(line)
+    kept = [
+        "".join(section)
+        for section in sections
+        if not any(line.startswith(("Binary files ", "GIT binary patch")) for line in section)
+    ]
+    left = "".join(kept)
+    return left if _FILE_START_GIT in left or "\n+++ " in left else ""
 
 
 def _split_lines(text: str) -> list[str]:

@@ -139,17 +139,14 @@ def guard_the_controller(early_config: pytest.Config) -> None:
         path, text = read_patch(value, where)
     except InputError:
         return
-    from pytest_critic22.diffparse import DiffError, parse_patch
+    from pytest_critic22.diffparse import without_binary_files
 
-    try:
-        parsed = parse_patch(text)
-    except DiffError:
-        return
     if not text.strip():
         return  # an empty patch: nothing of it can be in the checkout
     # git cannot apply a "Binary files differ" diff: the text files' part says where the
     # checkout is (a patch of binary files only is checked whole: never held, so untrusted).
-    text = parsed.whole_patch or text
+    # Plain text work: unidiff is not imported here, where the tree is still on sys.path.
+    text = without_binary_files(text) or text
     repo = toplevel(early_config.rootpath) or toplevel(where)
     if repo is None:
         return

@@ -176,3 +176,14 @@ def test_a_truncated_hunk_names_its_header_line() -> None:
     with pytest.raises(DiffError) as info:
         parse_patch(text)
     assert info.value.line == 6
+
+
+def test_binary_sections_come_out_of_the_text_without_unidiff(git_repo: Path) -> None:
+    from pytest_critic22.diffparse import without_binary_files
+
+    only = diff_of(git_repo, {"img.bin": b"\x00\x01\x02"}, {"img.bin": b"\x00\x03\x02\x09"})
+    text = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+    assert without_binary_files(only) == ""
+    assert without_binary_files(only + text) == text
+    assert without_binary_files(text + only) == text
+    assert without_binary_files("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n").startswith("--- a/x")
