@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_critic22.gitio import commit_all, git
+from pytest_critic22.gitio import commit_all, git, init_repo
 
 
 def write(repo: Path, files: dict[str, str | bytes]) -> None:
@@ -30,3 +30,15 @@ def diff_of(
             write(repo, {name: content})
     git(["add", "-A"], repo)
     return git(["diff", "--cached", "--no-ext-diff", "-M"], repo).stdout
+
+
+def pytester_repo(path: Path, files: dict[str, str | bytes], *ignored: str) -> Path:
+    """``files`` committed in a git repository at ``path`` (a pytester folder), with what
+    pytester writes there beside them (and ``ignored``) excluded from git's view."""
+    write(path, files)
+    init_repo(path)
+    with open(path / ".git" / "info" / "exclude", "a") as fh:
+        fh.write(
+            "".join(f"{name}\n" for name in ("runpytest-current", "stdout", "stderr", *ignored))
+        )
+    return path

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.gitio import git
 from pytest_critic22.procedures import fallback_to_base
 from pytest_critic22.trees import Variant
 from pytest_critic22.verify import RunResult, broken_program, crashes, decide, decisive_line
+from tests.helpers import pytester_repo
 
 pytestmark = pytest.mark.usefixtures("no_model_client")
 
@@ -321,13 +322,7 @@ def _finding(location: str, claim: str, falsification: str) -> dict[str, object]
 def test_a_without_tree_that_cannot_run_is_replaced_by_the_base_and_both_failing_trees_are_shown(
     pytester: pytest.Pytester,
 ) -> None:
-    repo = pytester.path
-    (repo / "calc.py").write_text(BASE)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_calc.py").write_text(PROJECT_TEST)
-    init_repo(repo)
-    with open(repo / ".git" / "info" / "exclude", "a") as fh:
-        fh.write("runpytest-current\nstdout\nstderr\n")
+    repo = pytester_repo(pytester.path, {"calc.py": BASE, "tests/test_calc.py": PROJECT_TEST})
     (repo / "calc.py").write_text(PATCHED)
     patch = repo.parent / "p.diff"
     patch.write_text(git(["diff"], repo).stdout)

@@ -13,7 +13,7 @@ from pytest_critic22.diffparse import parse_patch
 from pytest_critic22.gitio import git, init_repo
 from pytest_critic22.harness import harness_files, without_harness
 from pytest_critic22.kinds.collection import first_error_line
-from tests.helpers import write
+from tests.helpers import pytester_repo, write
 from tests.sandboxes import bwrap_or_skip
 
 # A package shaped like toolz: an __init__ that imports its modules, tests beside it.
@@ -53,11 +53,7 @@ GUARD = "    if n < 1:\n        raise ValueError('n must be positive')\n"
 
 
 def make_repo(path: Path) -> Path:
-    write(path, PACKAGE)
-    init_repo(path)
-    with open(path / ".git" / "info" / "exclude", "a") as fh:
-        fh.write("runpytest-current\nstdout\nstderr\n.env\n")
-    return path
+    return pytester_repo(path, PACKAGE, ".env")
 
 
 def patch_of(repo: Path, after: dict[str, str | None], renames: dict[str, str] = {}) -> Path:  # noqa: B006

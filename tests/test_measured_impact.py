@@ -13,7 +13,7 @@ import pytest
 
 from pytest_critic22.codescan import scan_file
 from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.gitio import git
 from pytest_critic22.measured import (
     ImpactMap,
     _as_map,
@@ -22,7 +22,7 @@ from pytest_critic22.measured import (
     map_key,
     measured_tests,
 )
-from tests.helpers import write
+from tests.helpers import pytester_repo, write
 
 # Shaped like arrow and marshmallow: tests reach the code through ``self.arrow``, which a
 # conftest fixture sets (``request.cls.arrow = ...``), and through ``Schema()``, a subclass
@@ -83,11 +83,7 @@ SETDEFAULT = "        self.fields.setdefault('id', int)\n"
 
 
 def make_repo(path: Path) -> Path:
-    write(path, PACKAGE)
-    init_repo(path)
-    with open(path / ".git" / "info" / "exclude", "a") as fh:
-        fh.write("runpytest-current\nstdout\nstderr\n.env\n")
-    return path
+    return pytester_repo(path, PACKAGE)
 
 
 def regression_patch(repo: Path) -> Path:
