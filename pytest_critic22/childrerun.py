@@ -42,6 +42,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--critic22-attempt-timeout", dest="critic22_attempt_timeout", type=float, default=0.0
     )
+    # The project's configuration may name the plugin's own options (addopts =
+    # --critic22-reruns=2) and ini values (critic22_model under --strict-config). The plugin
+    # is blocked in a child (-p no:critic22), so pytest would stop with a usage error on
+    # every tree, and "could not run" would hide a regression. Known here, and inert.
+    from pytest_critic22.optiontable import add_options
+
+    add_options(parser)
 
 
 #: :data:`pytest_critic22.nodeids.GENERATED_PREFIX` (not imported: a child loads no more of us).

@@ -225,6 +225,31 @@ def test_a_syntax_error_rejects_with_no_critic_naming_the_module(pytester: pytes
 
 
 @pytest.mark.e2e
+def test_the_plugins_own_settings_in_the_projects_configuration_do_not_hide_a_regression(
+    pytester: pytest.Pytester,
+) -> None:
+    """``addopts = --critic22-reruns=2`` and a ``critic22_*`` ini value under
+    ``--strict-config``: the children (which run without the plugin) know them, so the
+    regression is run and verified, not "pytest usage error" on every tree and PROCEED."""
+    config = (
+        "[tool.pytest.ini_options]\n"
+        'testpaths = ["tests"]\n'
+        'addopts = "--critic22-reruns=2 --strict-config"\n'
+        'critic22_model = ""\n'
+    )
+    repo = make_repo(pytester.path)
+    write(repo, {"pyproject.toml": config})
+    git(["commit", "-qam", "the plugin configured"], repo)
+    source = PACKAGE["toolz/itertoolz.py"].replace(GUARD, "")
+    patch = patch_of(repo, {"toolz/itertoolz.py": source})
+    result, document = review(pytester, patch)
+    assert result.ret == 1
+    assert document["disposition"]["verdict"] == "reject", preservation(document)
+    assert preservation(document)["collection"]["status"] == "refuted"
+    assert preservation(document)["tests/test_itertoolz.py"]["status"] == "verified"
+
+
+@pytest.mark.e2e
 def test_a_broken_rename_rejects_with_no_critic(pytester: pytest.Pytester) -> None:
     repo = make_repo(pytester.path)
     patch = patch_of(repo, {}, renames={"toolz/recipes.py": "toolz/recipes2.py"})
