@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.finding import ParseResult
+from pytest_critic22.finding import Downgraded, ParseResult
 from pytest_critic22.inert import inert, safe_line
 from pytest_critic22.kinds.base import COLLECTION
 from pytest_critic22.review import preservation_id
@@ -214,11 +214,17 @@ def _record_rows(parsed: ParseResult) -> list[str]:
     for r in parsed.rejected:
         rows.append(f"  rejected record {r.index} of the critic's answer (not listed): {r.reason}")
     for d in parsed.downgraded:
-        # named as the findings list shows it (F8), not by its place in the critic's answer
-        shown = f"F{parsed.findings.index(d.finding) + 1}" if d.finding in parsed.findings else ""
-        rows.append(f"  downgraded {shown or f'record {d.index}'} to advisory: {d.reason}")
+        rows.append(f"  downgraded {downgraded_name(parsed, d)} to advisory: {d.reason}")
     rows.extend(f"  {line}" for line in parsed.dropped_summary())
     return rows
+
+
+def downgraded_name(parsed: ParseResult, record: Downgraded) -> str:
+    """A downgraded record as the findings list shows it (F8), not by its place in the
+    critic's answer (record 10): it stays in the list, as an advisory finding."""
+    if record.finding in parsed.findings:
+        return f"F{parsed.findings.index(record.finding) + 1}"
+    return f"record {record.index}"
 
 
 def parse_result_dict(parsed: ParseResult) -> dict[str, Any]:

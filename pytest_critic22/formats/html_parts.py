@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.report import critic_line
+from pytest_critic22.report import critic_line, downgraded_name
 
 if TYPE_CHECKING:
     from pytest_critic22.procedures import FindingResult
@@ -281,9 +281,12 @@ def records_section(review: Review) -> str:
     items: list[str] = []
     if parsed.error:
         items.append(f"<li>critic output unusable: {esc(parsed.error)}</li>")
-    items += [f"<li>rejected record {r.index}: {esc(r.reason)}</li>" for r in parsed.rejected]
     items += [
-        f"<li>downgraded record {d.index} to advisory: {esc(d.reason)} "
+        f"<li>rejected record {r.index} of the critic's answer (not listed): {esc(r.reason)}</li>"
+        for r in parsed.rejected
+    ]
+    items += [
+        f"<li>downgraded {downgraded_name(parsed, d)} to advisory: {esc(d.reason)} "
         f"<small>(claim: {esc(d.finding.claim)})</small></li>"
         for d in parsed.downgraded
     ]
