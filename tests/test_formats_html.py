@@ -307,7 +307,10 @@ def test_every_finding_and_edit_is_there_and_pinned_both_ways() -> None:
     assert "inconclusive" in outcomes["F3"] and "advisory" in outcomes["F4"]
     assert "not run" in outcomes["F5"]
     assert "advisory" in outcomes["F6"] and "trust me" in outcomes["F6"]
-    assert "rejected record 7 of the critic's answer (not listed): missing field(s): claim" in page.text
+    assert (
+        "rejected record 7 of the critic's answer (not listed): missing field(s): claim"
+        in page.text
+    )
     assert "downgraded F6 to advisory" in page.text
 
 
