@@ -80,9 +80,9 @@ class Impact:
     unparsed: tuple[str, ...] = ()
     scanned: int = 0
     cache_hits: int = 0
-    # Files whose blocks and imports the packet's context needed: built now, or from the cache.
-    context_built: int = 0
-    context_hits: int = 0
+    context_built: int = 0  # files whose blocks the packet's context needed, built now
+    context_hits: int = 0  # ... and read from the cache
+    base_graph: Mapping[str, FileFacts] = field(default_factory=dict)  # the base's code graph
 
 
 def python_files(tree: Path) -> list[str]:
@@ -160,9 +160,7 @@ def gather_impact(
     ]
     for tests in reached:
         for test in tests:
-            test_path = test.split("::", 1)[0]
-            on_base = test_path in base_graph and _defined(base_graph[test_path], test)
-            if on_base and test not in preservation:
+            if _defined(base_graph, test) and test not in preservation:
                 preservation.append(test)
     radius = blast_radius(symbols, files=len(patch.files), edited=[e.path for e in patch.edits])
     unparsed = tuple(sorted(p for p, f in patched_graph.items() if f.parse_error))
@@ -190,6 +188,7 @@ def gather_impact(
         cache_hits=hits_p + hits_b,
         context_built=sources.built,
         context_hits=sources.hits,
+        base_graph=base_graph,
     )
 
 
@@ -387,14 +386,10 @@ def usage_examples(
     the tests that reach the symbol and exist on the base tree; its source as on the base, with
     its module's imports. A test chosen for several symbols is shown once."""
 
-    def on_base(nodeid: str) -> bool:
-        path = nodeid.split("::", 1)[0]
-        return path in base_graph and _defined(base_graph[path], nodeid)
-
     examples: dict[str, dict[str, Any]] = {}
     for edit in patch.edits:
         for symbol in symbols.get(edit.edit_id, ()):
-            nodeid = choose_usage_example(symbol.tests, on_base)
+            nodeid = choose_usage_example(symbol.tests, lambda t: _defined(base_graph, t))
             if nodeid is None:
                 continue
             if nodeid in examples:
@@ -464,10 +459,11 @@ def fixture_evidence(tree: Path, test_dir: str, cache_dir: Path | None) -> dict[
     }
 
 
-def _defined(facts: FileFacts, nodeid: str) -> bool:
-    names = nodeid.split("::")[1:]
-    qual = ".".join(names)
-    return any(d.qualname == qual for d in facts.definitions)
+def _defined(graph: Mapping[str, FileFacts], nodeid: str) -> bool:
+    """The test ``nodeid`` is defined in a file of ``graph``."""
+    path, *names = nodeid.split("::")
+    facts = graph.get(path)
+    return facts is not None and any(d.qualname == ".".join(names) for d in facts.definitions)
 
 
 def _read_cached(cache_dir: Path | None, digest: str) -> FileFacts | None:

@@ -87,6 +87,7 @@ def gather_evidence(
             opts.preservation,
             patch,
             impact.preservation_tests,
+            impact.base_graph,
             repo=svc.repo,
             base_commit=svc.trees.base_commit,
             base_tree=base_tree,

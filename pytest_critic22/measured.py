@@ -344,6 +344,7 @@ def select_tests(
     mode: str,
     patch: ParsedPatch,
     graph_tests: Sequence[str],
+    graph: Mapping[str, FileFacts],
     *,
     repo: Path,
     base_commit: str,
@@ -357,13 +358,10 @@ def select_tests(
 ) -> Selection:
     """``--critic22-preservation``: graph, measured (graph + the map), auto (measured when
     the map is cached or the suite fits ``budget``, else graph, with a note), all (every
-    test of the base), explicit or off (none)."""
-    from pytest_critic22.evidence import build_graph
-
+    test of the base), explicit or off (none). ``graph`` is the base's code graph."""
     if mode in ("explicit", "off"):
         return Selection((), {})
     found: dict[str, str] = {t: "graph" for t in graph_tests}
-    graph, _hits = build_graph(base_tree, cache_dir.parent / "graph")
     if mode == "all":
         for test in every_test(graph):
             found.setdefault(test, "all")
