@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):
         return  # a worker inherits the folder from its controller's environment
-    from pytest_critic22.childfiles import prune_orphans
+    from pytest_critic22.execution.child_files import prune_orphans
 
     prune_orphans(_BYTECODE)
     folder = Path(tempfile.mkdtemp(prefix=f"{_BYTECODE}{os.getpid()}-"))
@@ -95,7 +95,7 @@ def _link(source: str, link: Path) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from pytest_critic22.childfiles import remove_tree
+    from pytest_critic22.execution.child_files import remove_tree
 
     while _prefix:
         sys.pycache_prefix = _prefix.pop()
@@ -139,7 +139,7 @@ def litellm_loaded() -> None:
     reviews the tests run in-process (``pytester.runpytest_inprocess``): each would otherwise
     import it again, about 8 CPU-seconds here. Session-scoped, so it comes before pytester's
     snapshot of ``sys.modules``, which would drop it after each run."""
-    from pytest_critic22.critic import CriticSettings, litellm_completion
+    from pytest_critic22.critic.call import CriticSettings, litellm_completion
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # as the plugin sets it
@@ -149,7 +149,7 @@ def litellm_loaded() -> None:
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """An empty git repository in tmp_path (real git, no mocks)."""
-    from pytest_critic22.gitio import git
+    from pytest_critic22.execution.git import git
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -160,7 +160,7 @@ def git_repo(tmp_path: Path) -> Path:
 @pytest.fixture(params=["bwrap", "rlimits"])
 def sandbox(request: pytest.FixtureRequest) -> object:
     """Each sandbox mode in turn (bubblewrap is required in CI, skipped elsewhere without it)."""
-    from pytest_critic22.sandbox import resolve
+    from pytest_critic22.execution.sandbox import resolve
     from tests.sandboxes import bwrap_or_skip
 
     if request.param == "bwrap":

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_verify import FULL, QUICK, Arm, count_files, interleave, make_repo, plugin_arm
 
-from pytest_critic22.gitio import git
-from pytest_critic22.trees import trees_root
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.trees import trees_root
 
 
 def collection_seconds(report: Path) -> float:

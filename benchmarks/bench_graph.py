@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.evidence import build_graph
-from pytest_critic22.gitio import init_repo
+from pytest_critic22.evidence.gather import build_graph
+from pytest_critic22.execution.git import init_repo
 
 
 def generate(root: Path, files: int, seed: int = 22) -> None:

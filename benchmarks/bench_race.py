@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.gitio import git
-from pytest_critic22.samples import case_dir, materialize
+from pytest_critic22.apps.samples import case_dir, materialize
+from pytest_critic22.execution.git import git
 
 CASE = case_dir("counterkit", "lock-removed")
 

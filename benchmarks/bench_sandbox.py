@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.runner import detect_pythonpath, run_pytest
-from pytest_critic22.samples import materialize
-from pytest_critic22.sandbox import Sandbox, probe_bwrap, resolve
+from pytest_critic22.apps.samples import materialize
+from pytest_critic22.execution.runner import detect_pythonpath, run_pytest
+from pytest_critic22.execution.sandbox import Sandbox, probe_bwrap, resolve
 
 
 def one_run(tree: Path, args: list[str], sandbox: Sandbox, scratch: Path) -> float:

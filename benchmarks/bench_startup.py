@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.samples import case_dir, materialize
+from pytest_critic22.apps.samples import case_dir, materialize
 
 
 def timed(command: list[str], cwd: Path, runs: int) -> float:

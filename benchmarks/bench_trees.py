@@ -36,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_verify import FULL, QUICK, Arm, count_files, interleave, make_repo
 
-from pytest_critic22.gitio import git
-from pytest_critic22.trees import trees_root
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.trees import trees_root
 
 # One run's tree setup, as the plugin does it; argv: repo, base, patch file, warm (0/1), run id.
 _RUN = """\
 import sys
 from pathlib import Path
-from pytest_critic22.trees import TreeSet, Variant, write_in_tree
+from pytest_critic22.execution.trees import TreeSet, Variant, write_in_tree
 repo, base, patch = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]).read_text()
 trees = TreeSet(repo, base, sys.argv[5], warm=sys.argv[4] == "1")
 trees.claim()

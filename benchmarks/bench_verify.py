@@ -69,7 +69,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.trees import trees_root
+from pytest_critic22.execution.trees import trees_root
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
 FUNCTIONS_PER_MODULE = 4
@@ -298,7 +298,7 @@ def count_files(repo: Path) -> int:
 _TREESET = """\
 import sys
 from pathlib import Path
-from pytest_critic22.trees import TreeSet, Variant
+from pytest_critic22.execution.trees import TreeSet, Variant
 repo, base, patch = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]).read_text()
 warm = len(sys.argv) > 4 and sys.argv[4] == "warm"
 trees = TreeSet(repo, base, "bench-verify", warm=warm)
@@ -355,9 +355,9 @@ def sandbox_option_exists(env: dict[str, str], cwd: Path) -> bool:
 
 def bwrap_problem() -> str | None:
     try:
-        from pytest_critic22.sandbox import probe_bwrap
+        from pytest_critic22.execution.sandbox import probe_bwrap
     except ImportError:
-        return "pytest_critic22.sandbox has no probe_bwrap"
+        return "pytest_critic22.execution.sandbox has no probe_bwrap"
     return probe_bwrap()
 
 

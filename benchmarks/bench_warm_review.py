@@ -73,10 +73,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_critic22.childplugins import blocked_plugins
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.samples import SAMPLES_DIR, materialize, sample_names
-from pytest_critic22.trees import trees_root
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize, sample_names
+from pytest_critic22.execution.child_plugins import blocked_plugins
+from pytest_critic22.execution.trees import trees_root
+from pytest_critic22.model.patch import parse_patch
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
 GIT_IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
@@ -87,9 +87,9 @@ REPAIR = re.compile(r"^repair:\s*$", re.MULTILINE)
 TIMERS = """\
 import functools, json, os, threading, time
 
-import pytest_critic22.evidence as evidence
-import pytest_critic22.procedures as procedures
-import pytest_critic22.trees as trees
+import pytest_critic22.evidence.gather as evidence
+import pytest_critic22.verification.procedures as procedures
+import pytest_critic22.execution.trees as trees
 
 START = time.perf_counter()
 SPANS = {"graph": [], "context": [], "trees": [], "runs": []}
@@ -512,7 +512,7 @@ class Result:
 def context_seconds(subject: Subject, tmp: Path, repeat: int) -> dict[str, float]:
     """The context's seconds in ``gather_impact``: read by libcst (as before), by ast and
     tokenize into an empty cache, and from the filled cache."""
-    import pytest_critic22.evidence as evidence
+    import pytest_critic22.evidence.gather as evidence
 
     work = tmp / "context"
     work.mkdir()

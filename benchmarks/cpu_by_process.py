@@ -24,7 +24,7 @@ from pathlib import Path
 KINDS = [  # (what the command line holds, the kind), first match wins
     ("exec(eval(sys.stdin", "xdist worker (the suite's or a review's)"),
     ("The fork-server", "fork-server session"),
-    ("pytest_critic22.tracer", "tracer replay (a child pytest)"),
+    ("pytest_critic22.child.tracer", "tracer replay (a child pytest)"),
     ("--critic22=", "review (the plugin's own pytest)"),
     ("-mpytest --basetemp", "review (the plugin's own pytest)"),
     ("search.py", "property search"),

@@ -1,14 +1,30 @@
 """pytest-critic22: a critic proposes falsifiable findings; generated tests decide.
 
-Importing the package is cheap on purpose: pytest loads it for every run through the
-``pytest11`` entry point, and only ``--critic22`` pulls in the pipeline.
+The harness API, imported explicitly (no submodule can shadow a name here):
+:func:`review` runs one review and returns a typed :class:`ReviewReport`; :func:`loop` runs
+review -> repair -> re-review. An extension (a procedure kind, a static check, a report
+format) imports what it needs from :mod:`pytest_critic22.extend`, and nothing else.
+
+The package is laid out by the stages the data flows through, lowest first: ``child`` (runs
+inside the sandbox), ``model``, ``state``, ``execution``, ``evidence``, ``verification``,
+``kinds`` and ``checks``, ``critic``, ``config``, ``pipeline``, ``report``, ``plugin``
+(pytest's entry point) and ``apps``; each imports only from the layers below it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pytest_critic22._version import __version__
+from pytest_critic22.apps.api import review
+from pytest_critic22.apps.loop.driver import LoopError, LoopResult, loop
+from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.report.document import (
+    FindingOutcome,
+    PreservationOutcome,
+    ReviewCounts,
+    ReviewReport,
+    ReviewRun,
+)
 
-__version__ = "0.1.0"
 __all__ = [
     "FindingOutcome",
     "LoopError",
@@ -22,25 +38,3 @@ __all__ = [
     "loop",
     "review",
 ]
-
-#: The harness API, loaded on first use (``pytest_critic22.review``).
-_API = frozenset(
-    ("review", "ReviewReport", "ReviewRun", "FindingOutcome", "PreservationOutcome", "ReviewCounts")
-)
-
-
-#: The review loop (``pytest_critic22.loop``), loaded on first use.
-_LOOP = frozenset(("loop", "LoopResult", "LoopOptions", "LoopError"))
-
-
-def __getattr__(name: str) -> Any:
-    # The harness API (``pytest_critic22.review``) without paying for it at plugin load.
-    if name in _API:
-        from pytest_critic22 import api
-
-        return getattr(api, name)
-    if name in _LOOP:
-        from pytest_critic22.reviewloop import driver
-
-        return getattr(driver, name)
-    raise AttributeError(f"module 'pytest_critic22' has no attribute {name!r}")

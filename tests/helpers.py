@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_critic22.gitio import commit_all, git, init_repo
+from pytest_critic22.execution.git import commit_all, git, init_repo
 
 
 def write(repo: Path, files: dict[str, str | bytes]) -> None:

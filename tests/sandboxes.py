@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.sandbox import Sandbox, probe_bwrap, resolve
+from pytest_critic22.execution.sandbox import Sandbox, probe_bwrap, resolve
 
 
 def bwrap_or_skip() -> Sandbox:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22 import ab
-from pytest_critic22.ab import (
+from pytest_critic22.apps import ab
+from pytest_critic22.apps.ab import (
     CaseResult,
     Claim,
     CriticChoice,
@@ -35,9 +35,9 @@ from pytest_critic22.ab import (
     t_quantile,
     wilson,
 )
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.samples import SAMPLES_DIR
+from pytest_critic22.apps.samples import SAMPLES_DIR
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.model.patch import parse_patch
 from tests.fake_llm import fake_llm
 
 POPULATION = SAMPLES_DIR / "population.json"
@@ -427,7 +427,7 @@ def sub_population(
 
 
 def driver(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest_critic22.ab", *args]
+    return [sys.executable, "-m", "pytest_critic22.apps.ab", *args]
 
 
 E2E_CASES = [
@@ -591,8 +591,8 @@ def test_no_ground_truth_text_reaches_a_live_critic_request(
 def test_a_bad_population_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # In this process: `python -m pytest_critic22.ab` itself runs in the driver test above.
-    from pytest_critic22.ab.cli import main
+    # In this process: `python -m pytest_critic22.apps.ab` itself runs in the driver test above.
+    from pytest_critic22.apps.ab.cli import main
 
     bad = tmp_path / "population.json"
     bad.write_text(json.dumps({"cases": [{"id": "x"}]}))
@@ -605,7 +605,7 @@ def test_a_bad_population_is_one_clear_error(
 
 def test_the_driver_and_the_api_import_no_model_client() -> None:
     code = (
-        "import sys, pytest_critic22.api, pytest_critic22.ab\n"
+        "import sys, pytest_critic22.apps.api, pytest_critic22.apps.ab\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in ('litellm', 'openai')]\n"
         "assert not loaded, loaded\n"
     )

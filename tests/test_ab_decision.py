@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.ab import (
+from pytest_critic22.apps.ab import (
     ALPHA,
     MIN_DEFECTIVE,
     MIN_GOOD,
@@ -22,7 +22,7 @@ from pytest_critic22.ab import (
     mcnemar,
     render,
 )
-from pytest_critic22.samples import SAMPLES_DIR
+from pytest_critic22.apps.samples import SAMPLES_DIR
 
 VALIDATOR_PROCEEDS = ReviewSummary("proceed", preservation=("refuted",))
 CRITIC_PROCEEDS = ReviewSummary("proceed", preservation=("refuted",), calls=1)
@@ -117,7 +117,7 @@ def test_the_report_says_the_rule_and_an_empty_l_column_in_plain_words() -> None
 
 
 def test_the_critic_option_help_names_replay() -> None:
-    from pytest_critic22.ab.cli import _parser
+    from pytest_critic22.apps.ab.cli import _parser
 
     help_text = " ".join(_parser().format_help().split())
     assert "--critic recorded:NAME|replay:DIR|model" in help_text
@@ -148,7 +148,7 @@ def test_critic22_ab_on_a_population_without_a_defective_case_says_not_enough_da
     population.write_text(json.dumps(document))
     out = tmp_path / "ab.json"
     command = [
-        sys.executable, "-m", "pytest_critic22.ab", str(population),
+        sys.executable, "-m", "pytest_critic22.apps.ab", str(population),
         "--critic", "recorded:useful", "--jobs", "2", "--critic22-reruns", "1",
         "--cache", str(tmp_path / "cache"), "--json", str(out),
     ]  # fmt: skip

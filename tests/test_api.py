@@ -16,17 +16,16 @@ from typing import Any
 import pytest
 
 import pytest_critic22
-from pytest_critic22.api import (
+from pytest_critic22.apps.api import review, review_command
+from pytest_critic22.apps.samples import case_dir, materialize
+from pytest_critic22.execution.child_plugins import installed_plugins, review_blocks
+from pytest_critic22.report.document import (
     FindingOutcome,
     PreservationOutcome,
     ReviewCounts,
     ReviewReport,
     ReviewRun,
-    review,
-    review_command,
 )
-from pytest_critic22.childplugins import installed_plugins, review_blocks
-from pytest_critic22.samples import case_dir, materialize
 
 #: A JSON report as the plugin wrote it for textstats/median-drops-guard (logs, evidence,
 #: the critic record and the packet digest left out).

@@ -1,4 +1,5 @@
-"""The package's shape: no import circle, no oversized module (walked with ``ast``)."""
+"""The package's shape, walked with ``ast``: the layers import downwards only, no import
+circle, one public surface (``pytest_critic22`` and ``pytest_critic22.extend``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,28 @@ from pathlib import Path
 import pytest_critic22
 
 PACKAGE = Path(pytest_critic22.__file__).parent
-MAX_LINES = 500
+
+#: The subpackages, lowest first. A module may import from its own layer and the layers
+#: below it, never above: ``model`` is importable by every stage, ``apps`` by none. The child
+#: side is apart: it imports nothing of the package but :mod:`pytest_critic22.child.protocol`.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_version",),
+    ("child",),
+    ("model",),
+    ("state",),
+    ("execution",),
+    ("evidence",),
+    ("verification",),
+    ("kinds", "checks"),
+    ("critic",),
+    ("config",),
+    ("pipeline",),
+    ("report",),
+    ("plugin",),
+    ("apps",),
+    ("extend", "pytest_critic22"),
+)
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 
 def _module_name(path: Path) -> str:
@@ -104,9 +126,82 @@ def test_the_graph_walker_sees_a_circle_when_there_is_one() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_module_much_over_500_lines() -> None:
-    sizes = {
-        name: len(path.read_text(encoding="utf-8").splitlines())
-        for name, path in _modules().items()
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes upwards, or out of the child side, as ``a -> b``."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if _layer(module) == "child" and target not in (
+                "pytest_critic22",
+                "pytest_critic22.child",
+                "pytest_critic22.child.protocol",
+            ):
+                found.append(f"{module} -> {target} (the child side imports only its protocol)")
+            elif RANK[_layer(module)] < RANK[_layer(target)]:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    assert {_layer(m) for m in import_graph()} <= set(RANK)
+
+
+def test_the_layers_import_downwards_only() -> None:
+    """``TYPE_CHECKING`` imports and function-local ones count: an annotation that names a
+    higher layer is a dependency on it, one lazy import away from a real one."""
+    assert layer_violations(import_graph()) == []
+
+
+def test_the_layer_walker_sees_an_upward_import() -> None:
+    graph = {
+        "pytest_critic22.model.patch": {"pytest_critic22.execution.git"},
+        "pytest_critic22.apps.cli": {"pytest_critic22.model.patch"},
+        "pytest_critic22.child.rerun": {"pytest_critic22.config.optiontable"},
     }
-    assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+    assert layer_violations(graph) == [
+        "pytest_critic22.child.rerun -> pytest_critic22.config.optiontable"
+        " (the child side imports only its protocol)",
+        "pytest_critic22.model.patch -> pytest_critic22.execution.git",
+    ]
+
+
+def test_the_harness_api_is_the_function_after_every_submodule_is_imported() -> None:
+    """No submodule shadows a name of the public surface: ``import pytest_critic22.x.y``
+    binds ``x`` on the package, so no top-level submodule may share a public name."""
+    import importlib
+    import inspect
+
+    for name in sorted(_modules()):
+        if not name.endswith("__main__"):
+            importlib.import_module(name)
+    assert inspect.isfunction(pytest_critic22.review)
+    assert pytest_critic22.review.__module__ == "pytest_critic22.apps.api"
+    assert inspect.isfunction(pytest_critic22.loop)
+    for public in pytest_critic22.__all__:
+        assert not inspect.ismodule(getattr(pytest_critic22, public)), public
+
+
+def test_the_example_extension_imports_only_the_extension_surface() -> None:
+    """A third-party plugin needs ``pytest_critic22.extend`` and nothing else of ours."""
+    path = Path(__file__).parent / "plugins" / "critic22_extension.py"
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    ours = {m for m in imported if m.split(".")[0] == "pytest_critic22"}
+    assert ours == {"pytest_critic22.extend"}
+
+
+def test_the_extension_surface_exports_what_it_names() -> None:
+    from pytest_critic22 import extend
+
+    assert all(hasattr(extend, name) for name in extend.__all__)
+    defined = {n for n in vars(extend) if n[0] not in "_@" and n != "annotations"}
+    assert defined == set(extend.__all__)

@@ -13,17 +13,20 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_critic22.batching import Batcher, Cancelled, RunChild, RunRequest, split
-from pytest_critic22.childplugins import (
+from pytest_critic22.execution.batching import Batcher, Cancelled, RunChild, RunRequest, split
+from pytest_critic22.execution.child_plugins import (
     BLOCKABLE,
     blocked_plugins,
     blocked_plugins_innocent,
     installed_plugins,
 )
-from pytest_critic22.itembatch import ItemBatch, ResultStore
-from pytest_critic22.procedures import ExecutionContext, FindingResult, run_confirmed
-from pytest_critic22.runner import Case, allow_children, run_cases, run_pytest
-from pytest_critic22.verify import Outcome, RunResult, confirm_failure, confirmation_runs
+from pytest_critic22.execution.junit import Case
+from pytest_critic22.execution.processes import allow_children
+from pytest_critic22.execution.runner import run_cases, run_pytest
+from pytest_critic22.model.results import Outcome, RunResult
+from pytest_critic22.plugin.itembatch import ItemBatch, ResultStore
+from pytest_critic22.verification.decide import confirm_failure, confirmation_runs
+from pytest_critic22.verification.procedures import ExecutionContext, FindingResult, run_confirmed
 
 FLAKY = """\
 import pathlib
@@ -153,7 +156,7 @@ def test_a_fork_server_gets_a_tree_sessions_unless_too_few_to_share_between_two(
     """A fork-server's start costs several sessions: a tree's generated requests are cut in
     side-by-side groups only when each group gets at least _MIN_SESSIONS of them, which
     leaves the other slot to another tree's (speculative) runs."""
-    from pytest_critic22.batching import _MIN_SESSIONS, _grouped, _Slot
+    from pytest_critic22.execution.batching import _MIN_SESSIONS, _grouped, _Slot
 
     def slots(tree: str, count: int) -> list[_Slot]:
         return [
@@ -192,7 +195,7 @@ def test_a_round_gives_free_slots_to_big_speculative_groups_then_to_cuts_then_to
     groups: list[tuple[str, int]],
     left: int,
 ) -> None:
-    from pytest_critic22.batching import _Slot
+    from pytest_critic22.execution.batching import _Slot
 
     def slots(trees: dict[str, int]) -> list[_Slot]:
         return [
@@ -285,12 +288,8 @@ def test_a_session_of_named_files_never_collects_another_findings_module(
     """As in a tree of its own: pytest makes no node of another finding's module beside the
     one named, and the project's collection hooks never see it; its own files they see as
     pytest shows them. A session that collects a folder gets everything there."""
-    from pytest_critic22.childrerun import GENERATED
-    from pytest_critic22.forkrun import ForkRequest, run_forked
-    from pytest_critic22.nodeids import GENERATED_PREFIX
-    from pytest_critic22.sandbox import probe_bwrap, resolve
-
-    assert GENERATED == GENERATED_PREFIX  # the child plugin's copy of the name
+    from pytest_critic22.execution.forkserver import ForkRequest, run_forked
+    from pytest_critic22.execution.sandbox import probe_bwrap, resolve
 
     if how == "fork-server" and probe_bwrap() is not None:
         pytest.skip("needs bubblewrap")
@@ -459,7 +458,7 @@ def test_a_free_slot_goes_to_speculative_runs_before_a_tree_s_sessions_are_cut(
     fork-server), and no run waits for a later round; cut first, the patched tree would need
     two fork-servers and the counterfactual tree more, in rounds as the patched groups ended.
     Four slots: two each, never more for the speculative runs than for the wanted ones."""
-    from pytest_critic22.batching import _MIN_SESSIONS
+    from pytest_critic22.execution.batching import _MIN_SESSIONS
 
     patched, counter = tmp_path / "patched", tmp_path / "counter"
     names = [f"test_critic22_f{i}.py" for i in range(_MIN_SESSIONS * 4)]
@@ -703,7 +702,7 @@ def test_only_errors_no_blocked_plugin_can_cause_are_left_standing() -> None:
 def test_a_plugin_whose_files_cannot_be_read_may_define_any_fixture(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_critic22 import childplugins
+    from pytest_critic22.execution import child_plugins as childplugins
 
     if "xdist" not in {name for name, _ in installed_plugins()}:
         pytest.skip("needs xdist installed")

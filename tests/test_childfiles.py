@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.childfiles import make_folder, read_child_file, remove_tree
-from pytest_critic22.coverage_evidence import _executed_lines
-from pytest_critic22.runner import run_pytest
-from pytest_critic22.sandbox import resolve
-from pytest_critic22.tracediff import read_trace
+from pytest_critic22.evidence.coverage import _executed_lines
+from pytest_critic22.execution.child_files import make_folder, read_child_file, remove_tree
+from pytest_critic22.execution.runner import run_pytest
+from pytest_critic22.execution.sandbox import resolve
+from pytest_critic22.verification.tracediff import read_trace
 
 
 def test_a_fifo_in_place_of_the_junit_report_does_not_hang_the_controller(
@@ -109,7 +109,7 @@ def test_an_entry_another_remover_took_first_is_no_error(
     when it opens, lists, stats or removes it, and its error handler is called with the
     function that failed (CI on 2026-12-02: ``os.open`` retried with the path alone raised
     TypeError and the A/B run died)."""
-    from pytest_critic22.childfiles import _removal_failed
+    from pytest_critic22.execution.child_files import _removal_failed
 
     gone = tmp_path / "orphan" / "tests"
     gone.parent.mkdir()
@@ -126,7 +126,7 @@ def test_the_folder_a_removed_tree_lies_in_is_never_changed(
     be removed), the folder it lies in — the system temp folder, for a child's — keeps its
     mode. It was made 0700: as root, /tmp itself (CI's apt then failed: "Couldn't create
     temporary file /tmp/apt.conf...")."""
-    from pytest_critic22.childfiles import _removal_failed
+    from pytest_critic22.execution.child_files import _removal_failed
 
     temp = tmp_path / "temp"
     temp.mkdir()
@@ -191,7 +191,7 @@ def test_a_file_where_the_folder_should_be_stays_an_error(tmp_path: Path) -> Non
 
 
 def test_a_folder_that_could_not_be_opened_is_opened_up_and_removed(tmp_path: Path) -> None:
-    from pytest_critic22.childfiles import _removal_failed
+    from pytest_critic22.execution.child_files import _removal_failed
 
     closed = tmp_path / "closed"
     (closed / "inner").mkdir(parents=True)
@@ -206,7 +206,7 @@ def test_folders_of_processes_killed_by_sigkill_are_pruned_by_the_next_run() -> 
     import subprocess
     import tempfile
 
-    from pytest_critic22.childfiles import prune_orphans
+    from pytest_critic22.execution.child_files import prune_orphans
 
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -223,9 +223,9 @@ def test_folders_of_processes_killed_by_sigkill_are_pruned_by_the_next_run() -> 
 
 
 def test_a_link_a_patch_adds_never_brings_a_host_file_into_the_evidence(tmp_path: Path) -> None:
-    from pytest_critic22.childfiles import read_tree_file
-    from pytest_critic22.evidence import build_graph
-    from pytest_critic22.procedures import read_source
+    from pytest_critic22.evidence.gather import build_graph
+    from pytest_critic22.execution.child_files import read_tree_file
+    from pytest_critic22.verification.procedures import read_source
 
     secret = tmp_path / "secret"
     secret.mkdir()

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pytest_critic22.cli import DEMO_CASE, DEMO_SAMPLE, default_case, demo_cases, main
+from pytest_critic22.apps.cli import DEMO_CASE, DEMO_SAMPLE, default_case, demo_cases, main
 
 
 @pytest.mark.e2e
@@ -15,7 +15,7 @@ def test_the_demo_reviews_a_sample_and_reports_the_expected_verdict() -> None:
         [
             sys.executable,
             "-m",
-            "pytest_critic22.cli",
+            "pytest_critic22.apps.cli",
             "demo",
             "--sample",
             "slugkit",
@@ -36,7 +36,7 @@ def test_the_demo_reviews_a_sample_and_reports_the_expected_verdict() -> None:
 
 def test_an_unknown_demo_case_is_a_clear_error_listing_the_samples_cases() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_critic22.cli", "demo", "--case", "nope"],
+        [sys.executable, "-m", "pytest_critic22.apps.cli", "demo", "--case", "nope"],
         capture_output=True,
         text=True,
         check=False,

@@ -10,22 +10,22 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22 import evidence as evidence_module
-from pytest_critic22.context import (
+from pytest_critic22.evidence import gather as evidence_module
+from pytest_critic22.evidence.bounding import bound_evidence
+from pytest_critic22.evidence.codeblocks import definitions
+from pytest_critic22.evidence.context import (
     BUILTIN_FIXTURES,
     available_fixtures,
     choose_usage_example,
     conftest_chain,
     conftest_fixtures,
-    definitions,
     signature_of,
     symbol_source,
     unit_of,
 )
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.evidence import Impact, fixture_evidence, gather_impact
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.impact import bound_evidence
+from pytest_critic22.evidence.gather import Impact, fixture_evidence, gather_impact
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.model.patch import parse_patch
 from tests.helpers import write
 
 STORE = '''\

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22 import codeblocks as codeblocks_module
-from pytest_critic22 import evidence as evidence_module
-from pytest_critic22.codeblocks import (
+from pytest_critic22.evidence import codeblocks as codeblocks_module
+from pytest_critic22.evidence import gather as evidence_module
+from pytest_critic22.evidence.codeblocks import (
     SourceContext,
     context_digest,
     context_from_dict,
@@ -22,9 +22,9 @@ from pytest_critic22.codeblocks import (
     module_imports,
     source_context,
 )
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.evidence import Impact, gather_impact
-from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.evidence.gather import Impact, gather_impact
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.model.patch import parse_patch
 from tests.helpers import write
 
 STORE = '''\

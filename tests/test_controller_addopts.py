@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.execution.git import git, init_repo
 from tests.helpers import write
 
 pytestmark = [

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.api import review
-from pytest_critic22.gitio import commit_all, git, head_commit
-from pytest_critic22.samples import SAMPLES_DIR, case_dir, materialize
-from pytest_critic22.trees import trees_root
-from tests.e2e import repo_state
+from pytest_critic22.apps.api import review
+from pytest_critic22.apps.samples import SAMPLES_DIR, case_dir, materialize
+from pytest_critic22.execution.git import commit_all, git, head_commit
+from pytest_critic22.execution.trees import trees_root
+from tests.runs import repo_state
 
 pytestmark = [
     pytest.mark.e2e,

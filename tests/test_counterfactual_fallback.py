@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import git
-from pytest_critic22.procedures import fallback_to_base
-from pytest_critic22.trees import Variant
-from pytest_critic22.verify import RunResult, broken_program, crashes, decide, decisive_line
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.trees import Variant
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.model.results import RunResult
+from pytest_critic22.verification.decide import broken_program, crashes, decide, decisive_line
+from pytest_critic22.verification.procedures import fallback_to_base
 from tests.helpers import pytester_repo
 
 pytestmark = pytest.mark.usefixtures("no_model_client")

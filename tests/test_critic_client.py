@@ -1,4 +1,4 @@
-"""The critic client in one process: :func:`pytest_critic22.critic.review` over real HTTP,
+"""The critic client in one process: :func:`pytest_critic22.critic.call.review` over real HTTP,
 through litellm's openai/ provider, against the loopback server of tests/fake_llm.py.
 
 What goes on the wire (blinding, the code a test needs, the cut of an over-long packet), how
@@ -23,23 +23,23 @@ from typing import Any
 
 import pytest
 
+from pytest_critic22.apps.samples import case_dir, materialize
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.critic import CriticRun, CriticSettings, litellm_completion, review
-from pytest_critic22.diffparse import ParsedPatch
-from pytest_critic22.evidence_stage import gather_evidence
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.gitio import head_commit
-from pytest_critic22.inputs import read_text_or_file
+from pytest_critic22.config.inputs import read_text_or_file
+from pytest_critic22.config.settings import ReviewOptions
+from pytest_critic22.critic.call import CriticRun, CriticSettings, litellm_completion, review
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.execution.git import head_commit
+from pytest_critic22.execution.sandbox import resolve
+from pytest_critic22.execution.trees import TreeSet
 from pytest_critic22.kinds import builtin_kinds
-from pytest_critic22.ledger import Ledger, read_events
-from pytest_critic22.packet import ReviewPacket
-from pytest_critic22.report import critic_line
-from pytest_critic22.review import Inputs, prompt_for, read_inputs
-from pytest_critic22.samples import case_dir, materialize
-from pytest_critic22.sandbox import resolve
-from pytest_critic22.services import Services
-from pytest_critic22.settings import ReviewOptions
-from pytest_critic22.trees import TreeSet
+from pytest_critic22.model.packet import ReviewPacket
+from pytest_critic22.model.patch import ParsedPatch
+from pytest_critic22.pipeline.evidence import gather_evidence
+from pytest_critic22.pipeline.review import Inputs, prompt_for, read_inputs
+from pytest_critic22.pipeline.services import Services
+from pytest_critic22.report.terminal import critic_line
+from pytest_critic22.state.ledger import Ledger, read_events
 from tests.fake_llm import FakeLLM, fake_llm
 
 DROPS = case_dir("textstats", "median-drops-guard")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.diffparse import WHOLE_PATCH, DiffError, parse_patch
-from pytest_critic22.gitio import commit_all, git
+from pytest_critic22.execution.git import commit_all, git
+from pytest_critic22.model.patch import WHOLE_PATCH, DiffError, parse_patch
 from tests.helpers import diff_of, write
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
@@ -179,7 +179,7 @@ def test_a_truncated_hunk_names_its_header_line() -> None:
 
 
 def test_binary_sections_come_out_of_the_text_without_unidiff(git_repo: Path) -> None:
-    from pytest_critic22.diffparse import without_binary_files
+    from pytest_critic22.model.patch import without_binary_files
 
     only = diff_of(git_repo, {"img.bin": b"\x00\x01\x02"}, {"img.bin": b"\x00\x03\x02\x09"})
     text = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_critic22.diffparse import AtomicEdit, parse_patch
-from pytest_critic22.gitio import commit_all, git
+from pytest_critic22.execution.git import commit_all, git
+from pytest_critic22.model.patch import AtomicEdit, parse_patch
 
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "", "  indented", "x = 1", "}"])
 EOL = st.sampled_from(["\n", "\r\n"])

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.gitio import git
-from pytest_critic22.samples import case_dir
-from pytest_critic22.trees import trees_root
-from tests.e2e import case_args, make_sample, repo_state
+from pytest_critic22.apps.samples import case_dir
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.trees import trees_root
+from tests.runs import case_args, make_sample, repo_state
 
 pytestmark = [
     pytest.mark.e2e,

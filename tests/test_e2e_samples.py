@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tests.e2e import case_args, check_github, expected, make_sample, repo_state
 from tests.golden import difference, golden_path, normalize
 from tests.golden import main as golden_main
+from tests.runs import case_args, check_github, expected, make_sample, repo_state
 from tests.test_formats_sarif import check_sarif
 
 CASES = [

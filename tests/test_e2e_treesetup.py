@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.falsify import parse_procedure
-from pytest_critic22.gitio import git
-from tests.e2e import case_args, expected, make_sample, repo_state
+from pytest_critic22.execution.git import git
+from pytest_critic22.kinds.grammar import parse_procedure
+from tests.runs import case_args, expected, make_sample, repo_state
 
 pytestmark = [
     pytest.mark.e2e,
@@ -77,7 +77,7 @@ def by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def given_repair(sample: str, case: str, finding: int) -> str:
-    from pytest_critic22.samples import case_dir
+    from pytest_critic22.apps.samples import case_dir
 
     records = json.loads((case_dir(sample, case) / "findings.json").read_text())
     return records[finding]["falsification"].split("repair:\n", 1)[1]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.gitio import git, init_repo
+from pytest_critic22.execution.git import git, init_repo
 from tests.fake_llm import fake_llm
 
 pytestmark = [

@@ -21,20 +21,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.critic import _read_cache, _write_cache
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.ledger import Ledger, ensure_state_dir, write_problem
-from pytest_critic22.reviewloop import state
-from pytest_critic22.reviewloop.checkpoint import MAX_DIFF_BYTES, Reply, ask, read_diff
-from pytest_critic22.samples import SAMPLES_DIR, materialize
-from pytest_critic22.statedir import StateLinkError, make_folder, write_file
+from pytest_critic22.apps.loop import state
+from pytest_critic22.apps.loop.checkpoint import MAX_DIFF_BYTES, Reply, ask, read_diff
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
+from pytest_critic22.critic.call import _read_cache, _write_cache
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.state.folder import StateLinkError, make_folder, write_file
+from pytest_critic22.state.ledger import Ledger, ensure_state_dir, write_problem
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="symbolic links, FIFOs, os.openpty"),
     pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning"),
 ]
 
-CLI = "import sys; from pytest_critic22.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from pytest_critic22.apps.cli import main; sys.exit(main(sys.argv[1:]))"
 LOOP_CASE = SAMPLES_DIR / "textstats" / "loops" / "repair-then-acquit"
 #: ``critic22 loop`` on the sample's recorded critic, one run per tree and finding.
 LOOP = [sys.executable, "-c", CLI, "loop", str(LOOP_CASE / "patch.diff")]

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_critic22.falsify import NotExecutable, Procedure, parse_procedure, route
+from pytest_critic22.kinds.grammar import parse_procedure, route
+from pytest_critic22.model.procedure import NotExecutable, Procedure
 
 REPAIR = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.finding import FIELDS, ReviewFinding, extract_records, parse_findings
+from pytest_critic22.critic.finding import FIELDS, ReviewFinding, extract_records, parse_findings
 
 EDITS = ("e1", "e2")
 TEST_SOURCE = "test:\ndef test_guard():\n    assert True\n"

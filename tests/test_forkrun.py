@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.forkrun import ForkRequest, run_forked
-from pytest_critic22.sandbox import probe_bwrap, resolve
+from pytest_critic22.execution.forkserver import ForkRequest, run_forked
+from pytest_critic22.execution.sandbox import probe_bwrap, resolve
 
 pytestmark = pytest.mark.skipif(probe_bwrap() is not None, reason="needs bubblewrap")
 
@@ -347,7 +347,7 @@ def test_the_sweep_never_deletes_through_a_mounted_tree_whatever_its_name(tmp_pa
 
 
 def test_results_out_of_order_are_credited_to_nobody() -> None:
-    from pytest_critic22.forkrun import _in_order
+    from pytest_critic22.execution.forkserver import _in_order
 
     def line(job: object, run: int, code: int | None = 0) -> str:
         return json.dumps({"job": job, "run": run, "code": code, "seconds": 0.1})
@@ -372,7 +372,7 @@ def test_results_out_of_order_are_credited_to_nobody() -> None:
 
 
 def test_a_separate_child_cannot_make_a_user_namespace_either(tmp_path: Path) -> None:
-    from pytest_critic22.runner import run_pytest
+    from pytest_critic22.execution.runner import run_pytest
 
     tries = """
         import ctypes
@@ -385,7 +385,7 @@ def test_a_separate_child_cannot_make_a_user_namespace_either(tmp_path: Path) ->
 
 
 def test_no_child_can_change_a_kernel_setting(tmp_path: Path) -> None:
-    from pytest_critic22.runner import run_pytest
+    from pytest_critic22.execution.runner import run_pytest
 
     tries = """
         import pytest
@@ -457,7 +457,7 @@ def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_for
     """A stand-in for bubblewrap before 0.8: the real one, refusing --disable-userns."""
     import shutil
 
-    from pytest_critic22 import sandbox
+    from pytest_critic22.execution import sandbox
 
     real = shutil.which("bwrap")
     assert real is not None
@@ -488,7 +488,7 @@ def test_a_bubblewrap_that_cannot_forbid_user_namespaces_is_said_and_gets_no_for
 def test_a_session_whose_module_fails_to_import_keeps_its_result_despite_blocked_plugins(
     tmp_path: Path,
 ) -> None:
-    from pytest_critic22.childplugins import blocked_plugins
+    from pytest_critic22.execution.child_plugins import blocked_plugins
 
     tree = _tree(
         tmp_path,

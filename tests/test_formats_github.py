@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.formats import github
-from pytest_critic22.procedures import FindingResult
-from pytest_critic22.review import Review
-from pytest_critic22.verify import Disposition
+from pytest_critic22.model.results import Disposition
+from pytest_critic22.pipeline.review import Review
+from pytest_critic22.report.formats import github
+from pytest_critic22.verification.procedures import FindingResult
 from tests.test_formats_sarif import REJECT, RUN, build_review, drops_results, drops_review, result
 
 ANNOTATIONS = [
@@ -324,7 +324,7 @@ def test_credentials_in_a_reason_are_scrubbed_from_annotations_and_summary(
 # -- at the start of a line on pytest's own terminal, whatever the verbosity -----------------
 
 _SAYS = """
-from pytest_critic22.formats import say
+from pytest_critic22.report.formats import say
 
 def pytest_sessionfinish(session):
     say(session.config, "::notice file=a.py,line=1::one", command=True)
@@ -355,7 +355,7 @@ def test_a_workflow_command_starts_a_line_on_pytests_terminal(
 def test_every_annotation_of_a_real_review_starts_a_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, verbosity: str
 ) -> None:
-    from tests.e2e import case_args, make_sample
+    from tests.runs import case_args, make_sample
 
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

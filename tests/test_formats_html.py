@@ -22,16 +22,16 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.formats import html as html_format
-from pytest_critic22.formats.html import html_document
-from pytest_critic22.formats.html_parts import OUTPUT_LINES
-from pytest_critic22.packet import Removal, StripReport, build_packet
-from pytest_critic22.procedures import FindingResult
-from pytest_critic22.review import Review, RunInfo, preservation_id, route_findings
-from pytest_critic22.verify import Disposition, Outcome
-from tests.e2e import case_args, expected, make_sample
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.model.packet import Removal, StripReport, build_packet
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.model.results import Disposition, Outcome
+from pytest_critic22.pipeline.review import Review, RunInfo, preservation_id, route_findings
+from pytest_critic22.report.formats import html as html_format
+from pytest_critic22.report.formats.html import html_document
+from pytest_critic22.report.formats.html_parts import OUTPUT_LINES
+from pytest_critic22.verification.procedures import FindingResult
+from tests.runs import case_args, expected, make_sample
 
 SCRIPT_CLAIM = "<script>alert(1)</script> must render as text"
 IMG = "<img src=x onerror=\"document.title='pwned'\">"

@@ -15,21 +15,27 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_critic22 import __version__
+from pytest_critic22._version import __version__
+from pytest_critic22.apps.samples import SAMPLES_DIR, case_dir
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.finding import ReviewFinding, parse_findings
-from pytest_critic22.formats import locations, sarif
-from pytest_critic22.gitio import git
+from pytest_critic22.critic.finding import ReviewFinding, parse_findings
+from pytest_critic22.execution.git import git
 from pytest_critic22.kinds import builtin_kinds
-from pytest_critic22.kinds.base import Procedure, kind_description
-from pytest_critic22.packet import build_packet
-from pytest_critic22.procedures import FindingResult
-from pytest_critic22.review import Review, RoutedFinding, RunInfo, preservation_id, route_findings
-from pytest_critic22.samples import SAMPLES_DIR, case_dir
-from pytest_critic22.verify import Disposition, Outcome
-from tests.e2e import expected
+from pytest_critic22.model.packet import build_packet
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.model.procedure import Procedure, kind_description
+from pytest_critic22.model.results import Disposition, Outcome
+from pytest_critic22.pipeline.review import (
+    Review,
+    RoutedFinding,
+    RunInfo,
+    preservation_id,
+    route_findings,
+)
+from pytest_critic22.report.formats import locations, sarif
+from pytest_critic22.verification.procedures import FindingResult
 from tests.golden import golden_path
+from tests.runs import expected
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif" / "sarif-schema-2.1.0.json"
 DROPS = case_dir("textstats", "median-drops-guard")
@@ -660,7 +666,7 @@ def test_every_sample_case_with_expectations_is_covered() -> None:
 
 
 # -- end to end: the plugin writes it, in every bundled sample case's run (there, median- --
-# -- drops-guard's as under GitHub Actions: tests/e2e.py's check_github) ---------------------
+# -- drops-guard's as under GitHub Actions: tests/runs.py's check_github) ---------------------
 
 
 def check_sarif(document: Mapping[str, Any], want: Mapping[str, Any]) -> None:
@@ -681,7 +687,7 @@ def check_sarif(document: Mapping[str, Any], want: Mapping[str, Any]) -> None:
 def test_the_sarif_of_a_real_review_keeps_the_specs_rules(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
-    from tests.e2e import case_args, make_sample
+    from tests.runs import case_args, make_sample
 
     make_sample(pytester, "textstats")
     out = tmp_path / "review.sarif"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.harness import harness_files, without_harness
+from pytest_critic22.execution.git import git, init_repo
 from pytest_critic22.kinds.collection import first_error_line
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.verification.harness import harness_files, without_harness
 from tests.helpers import pytester_repo, write
 from tests.sandboxes import bwrap_or_skip
 
@@ -174,7 +174,7 @@ def test_ini_files_at_any_depth_and_modules_that_shadow_pytest_are_harness() -> 
 
 
 def test_a_module_level_edit_reaches_the_tests_that_import_its_module(tmp_path: Path) -> None:
-    from pytest_critic22.evidence import gather_impact
+    from pytest_critic22.evidence.gather import gather_impact
 
     files = {
         "toolz/__init__.py": "from .itertoolz import partition_all\n",

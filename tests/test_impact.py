@@ -8,22 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.engage import Thresholds, decide_engage
-from pytest_critic22.evidence import Impact, build_graph, gather_impact
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.impact import (
-    bound_evidence,
-    edit_impact,
-    module_name,
-    scan_file,
-    statement_lines,
-)
-from pytest_critic22.ledger import read_events
-from pytest_critic22.samples import SAMPLES_DIR, case_dir
-from tests.e2e import make_sample
+from pytest_critic22.apps.samples import SAMPLES_DIR, case_dir
+from pytest_critic22.critic.engage import Thresholds, decide_engage
+from pytest_critic22.evidence.bounding import bound_evidence
+from pytest_critic22.evidence.codefacts import module_name
+from pytest_critic22.evidence.codescan import scan_file
+from pytest_critic22.evidence.gather import Impact, build_graph, gather_impact
+from pytest_critic22.evidence.impact import edit_impact, statement_lines
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.state.ledger import read_events
 from tests.fake_llm import fake_llm
 from tests.helpers import write
+from tests.runs import make_sample
 
 INVENTORY_CASE = case_dir("inventory", "remove-off-by-one")
 
@@ -87,7 +84,7 @@ def test_a_re_export_and_an_aliased_import_resolve_to_the_definition() -> None:
         "pkg/core.py": scan_file("pkg/core.py", "def run(x):\n    return x\n"),
         "app.py": scan_file("app.py", "import pkg as p\nfrom pkg import go\n\ngo(1)\np.go(2)\n"),
     }
-    from pytest_critic22.impact import edit_impact
+    from pytest_critic22.evidence.impact import edit_impact
 
     (symbol,) = edit_impact(
         "pkg/core.py", graph["pkg/core.py"], graph["pkg/core.py"], [2], [2], graph
@@ -437,24 +434,3 @@ def test_a_test_that_already_fails_on_base_is_reported_as_pre_existing(
     result.stdout.fnmatch_lines(
         ["*fail on the base too (pre-existing, not the patch's): *::test_add_strings*"]
     )
-
-
-def test_the_split_modules_names_stay_importable_from_impact_and_evidence() -> None:
-    """impact.py and evidence.py were split; what they exported is still theirs to import."""
-    from pytest_critic22 import (
-        bounding,
-        codefacts,
-        codescan,
-        coverage_evidence,
-        evidence,
-        impact,
-    )
-
-    assert impact.bound_evidence is bounding.bound_evidence
-    assert impact.scan_file is codescan.scan_file
-    for name in codefacts.__all__:
-        assert getattr(impact, name) is getattr(codefacts, name)
-        assert name in impact.__all__
-    assert evidence.changed_line_coverage is coverage_evidence.changed_line_coverage
-    for module in (impact, evidence):
-        assert all(hasattr(module, name) for name in module.__all__)

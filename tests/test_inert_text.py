@@ -19,15 +19,15 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_critic22 import report
-from pytest_critic22.formats import github, isolated, json_report, sarif, write_output
-from pytest_critic22.formats import html as html_format
-from pytest_critic22.inert import inert, inert_data, safe_line
-from pytest_critic22.procedures import FindingResult
-from pytest_critic22.review import Review, preservation_id
-from pytest_critic22.samples import case_dir
-from pytest_critic22.verify import Disposition, Outcome
-from tests.e2e import make_sample
+from pytest_critic22.apps.samples import case_dir
+from pytest_critic22.model.inert import inert, inert_data, safe_line
+from pytest_critic22.model.results import Disposition, Outcome
+from pytest_critic22.pipeline.review import Review, preservation_id
+from pytest_critic22.report import terminal as report
+from pytest_critic22.report.formats import github, isolated, json_report, sarif, write_output
+from pytest_critic22.report.formats import html as html_format
+from pytest_critic22.verification.procedures import FindingResult
+from tests.runs import make_sample
 from tests.test_formats_github import with_claim
 from tests.test_formats_sarif import (
     REJECT,

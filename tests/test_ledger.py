@@ -4,7 +4,7 @@ import json
 import multiprocessing
 from pathlib import Path
 
-from pytest_critic22.ledger import SCHEMA_VERSION, Ledger, read_events
+from pytest_critic22.state.ledger import SCHEMA_VERSION, Ledger, read_events
 
 
 def _writer(path: str, worker: int, count: int) -> None:

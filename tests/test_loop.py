@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.gitio import git
-from pytest_critic22.reviewloop import state
-from pytest_critic22.reviewloop.driver import LoopError, LoopResult, run_loop
-from pytest_critic22.reviewloop.model import LoopOptions
-from pytest_critic22.samples import SAMPLES_DIR, materialize
-from pytest_critic22.trees import trees_root
+from pytest_critic22.apps.loop import state
+from pytest_critic22.apps.loop.driver import LoopError, LoopResult, run_loop
+from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.trees import trees_root
 
 pytestmark = pytest.mark.e2e
 
@@ -163,7 +163,7 @@ def test_max_rounds_lists_the_blockers(tmp_path: Path) -> None:
 
 def _loop_command(repo: Path, case: str) -> list[str]:
     folder = LOOPS / case
-    code = "import sys; from pytest_critic22.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from pytest_critic22.apps.cli import main; sys.exit(main(sys.argv[1:]))"
     patch = str(folder / "patch.diff")
     return [sys.executable, "-c", code, "loop", patch, f"--critic22-findings={folder}", *FAST]
 

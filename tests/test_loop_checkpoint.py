@@ -12,7 +12,7 @@ from typing import TextIO
 
 import pytest
 
-from pytest_critic22.reviewloop.checkpoint import (
+from pytest_critic22.apps.loop.checkpoint import (
     Reply,
     ask,
     header,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.reviewloop import state
-from pytest_critic22.reviewloop.driver import run_loop
-from pytest_critic22.reviewloop.model import LoopOptions
-from pytest_critic22.reviewloop.render import AUTO_REVIEW_HTML
-from pytest_critic22.samples import SAMPLES_DIR, materialize
-from pytest_critic22.sandbox import FALLBACK_WARNING, RLIMITS_LIMITS
+from pytest_critic22.apps.loop import state
+from pytest_critic22.apps.loop.driver import run_loop
+from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.render import AUTO_REVIEW_HTML
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
+from pytest_critic22.execution.sandbox import FALLBACK_WARNING, RLIMITS_LIMITS
 from tests.test_formats_html import _Page
 
 pytestmark = pytest.mark.e2e

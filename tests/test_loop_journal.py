@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.reviewloop.journal import (
+from pytest_critic22.apps.loop.journal import (
     AUTO_REVIEW,
     MEMORY,
     MEMORY_HEADING,
@@ -22,7 +22,7 @@ from pytest_critic22.reviewloop.journal import (
     round_markdown,
     start_log,
 )
-from pytest_critic22.reviewloop.model import DebateTurn, Fix, ItemResult, RoundRecord, Source
+from pytest_critic22.apps.loop.model import DebateTurn, Fix, ItemResult, RoundRecord, Source
 
 RUN = "run_20260713_a1b2c3d4"
 MEMORY_UPDATE = "MEMORY-UPDATE-MARKER: watch e1\n```python\nx = mean([])\n```\n~~~\n````\n"

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.reviewloop import state
-from pytest_critic22.reviewloop.driver import run_loop
-from pytest_critic22.reviewloop.model import LoopOptions
-from pytest_critic22.samples import SAMPLES_DIR, materialize
+from pytest_critic22.apps.loop import state
+from pytest_critic22.apps.loop.driver import run_loop
+from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
 from tests.fake_llm import fake_llm
 
 pytestmark = pytest.mark.e2e
@@ -207,7 +207,7 @@ def test_hard_with_a_recorded_critic_from_the_command_line_keeps_the_model(
     """``critic22 loop … --critic22-findings DIR --difficulty hard --critic22-model M``: the
     recorded critic replaces the first critic only; the debate turn asks M (issue 43: the
     command line dropped M and refused, "needs --critic22-model", exit 2)."""
-    from pytest_critic22.reviewloop.cli import main
+    from pytest_critic22.apps.loop.cli import main
 
     critic = tmp_path / "critic"
     critic.mkdir()

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.reviewloop.journal import AUTO_REVIEW, append_final, append_round, start_log
-from pytest_critic22.reviewloop.model import DebateTurn, Fix, ItemResult, RoundRecord
-from pytest_critic22.reviewloop.render import AUTO_REVIEW_HTML, inline, render_file, render_html
+from pytest_critic22.apps.loop.journal import AUTO_REVIEW, append_final, append_round, start_log
+from pytest_critic22.apps.loop.model import DebateTurn, Fix, ItemResult, RoundRecord
+from pytest_critic22.apps.loop.render import AUTO_REVIEW_HTML, inline, render_file, render_html
 from tests.test_formats_html import _Page, browse, browser_or_skip, png_size
 
 RUN = "run_20260713_a1b2c3d4"

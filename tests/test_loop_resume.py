@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.gitio import git
-from pytest_critic22.reviewloop import state
-from pytest_critic22.reviewloop.driver import run_loop
-from pytest_critic22.reviewloop.model import LoopOptions, RoundRecord
-from pytest_critic22.samples import SAMPLES_DIR, materialize
+from pytest_critic22.apps.loop import state
+from pytest_critic22.apps.loop.driver import run_loop
+from pytest_critic22.apps.loop.model import LoopOptions, RoundRecord
+from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
+from pytest_critic22.execution.git import git
 
 CASE = SAMPLES_DIR / "textstats" / "loops" / "repair-then-acquit"
 RUN = "run_20261130_0123abcd"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.reviewloop.state import (
+from pytest_critic22.apps.loop.state import (
     ACQUITTAL_LOG,
     RUN_ID,
     STAGE,

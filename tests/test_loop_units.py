@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.gitio import git, head_commit
-from pytest_critic22.reviewloop.asking import debate_messages, hunks_only, parse_fix, parse_ruling
-from pytest_critic22.reviewloop.compose import ComposeError, candidate_sources, compose
-from pytest_critic22.reviewloop.independence import family
-from pytest_critic22.reviewloop.independence import independence as _independence
-from pytest_critic22.reviewloop.model import ItemResult, LoopOptions, RoundRecord
-from pytest_critic22.reviewloop.rounds import decisive_output, items_of, scar_entries, split_test
-from pytest_critic22.reviewloop.verdict import is_positive, score_of, verdict_of
-from pytest_critic22.samples import SAMPLES_DIR
+from pytest_critic22.apps.loop.asking import debate_messages, hunks_only, parse_fix, parse_ruling
+from pytest_critic22.apps.loop.compose import ComposeError, candidate_sources, compose
+from pytest_critic22.apps.loop.independence import family
+from pytest_critic22.apps.loop.independence import independence as _independence
+from pytest_critic22.apps.loop.model import ItemResult, LoopOptions, RoundRecord
+from pytest_critic22.apps.loop.rounds import decisive_output, items_of, scar_entries, split_test
+from pytest_critic22.apps.loop.verdict import is_positive, score_of, verdict_of
+from pytest_critic22.apps.samples import SAMPLES_DIR
+from pytest_critic22.execution.git import git, head_commit
 from tests.helpers import diff_of
 
 SAMPLE = SAMPLES_DIR / "textstats"
@@ -279,7 +279,7 @@ def test_a_round_record_round_trips() -> None:
     ],
 )
 def test_scar_file_is_checked_data(tmp_path: Path, content: str, message: str) -> None:
-    from pytest_critic22.inputs import InputError, read_scar
+    from pytest_critic22.config.inputs import InputError, read_scar
 
     (tmp_path / "scar.json").write_text(content)
     with pytest.raises(InputError, match=message) as caught:
@@ -288,8 +288,8 @@ def test_scar_file_is_checked_data(tmp_path: Path, content: str, message: str) -
 
 
 def test_scar_findings_are_blocking_and_never_the_critics(tmp_path: Path) -> None:
-    from pytest_critic22.inputs import read_scar
-    from pytest_critic22.review import scar_findings
+    from pytest_critic22.config.inputs import read_scar
+    from pytest_critic22.pipeline.review import scar_findings
 
     (tmp_path / "scar.json").write_text(
         json.dumps([{"id": "R1-F1", "claim": "c", "test": "def test_a():\n    assert 1\n"}])
@@ -312,8 +312,8 @@ TYPE_REPAIR = REPAIR.replace("raise ValueError", "raise TypeError")
 def _plan(git_repo: Path, items: list[ItemResult], replies: str = "", **kw: Any) -> Any:
     import io
 
-    from pytest_critic22.reviewloop.fixes import FixContext, plan_fixes
-    from pytest_critic22.reviewloop.steps import Reviewer, RunSpec
+    from pytest_critic22.apps.loop.fixes import FixContext, plan_fixes
+    from pytest_critic22.apps.loop.steps import Reviewer, RunSpec
 
     base, patch = _repo(git_repo)
     opts = LoopOptions(git_repo, git_repo / "p.diff", checkpoint=bool(replies), **kw)
@@ -397,7 +397,7 @@ def test_the_checkpoint_is_offered_even_when_a_fix_is_missing(git_repo: Path) ->
 def test_loop_command_line_refuses_what_it_cannot_pass_on(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_critic22.reviewloop.cli import main
+    from pytest_critic22.apps.loop.cli import main
 
     with pytest.raises(SystemExit) as exited:
         main(argv)
@@ -409,7 +409,7 @@ def test_loop_command_line_makes_file_values_absolute(
 ) -> None:
     import argparse
 
-    from pytest_critic22.reviewloop.cli import _forwarded
+    from pytest_critic22.apps.loop.cli import _forwarded
 
     monkeypatch.chdir(tmp_path)
     got = _forwarded(argparse.ArgumentParser(), ["--critic22-spec=@s.md", "-o", "a=b"])

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.codescan import scan_file
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import git
-from pytest_critic22.measured import (
+from pytest_critic22.evidence.codescan import scan_file
+from pytest_critic22.evidence.measured import (
     ImpactMap,
     _as_map,
     _insertion_points,
@@ -22,6 +20,8 @@ from pytest_critic22.measured import (
     map_key,
     measured_tests,
 )
+from pytest_critic22.execution.git import git
+from pytest_critic22.model.patch import parse_patch
 from tests.helpers import pytester_repo, write
 
 # Shaped like arrow and marshmallow: tests reach the code through ``self.arrow``, which a
@@ -245,7 +245,7 @@ def test_a_suite_over_the_budget_falls_back_to_the_graph_and_says_so(
 
 
 def test_all_is_every_test_function_and_method_of_the_base() -> None:
-    from pytest_critic22.measured import every_test
+    from pytest_critic22.evidence.measured import every_test
 
     graph = {
         path: scan_file(path, PACKAGE[path])

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.gitio import git
-from pytest_critic22.mine import driver
-from pytest_critic22.mine.probe import probe_commit
-from pytest_critic22.mine.select import MineSettings
-from pytest_critic22.sandbox import resolve
+from pytest_critic22.apps.mine import driver
+from pytest_critic22.apps.mine.probe import probe_commit
+from pytest_critic22.apps.mine.select import MineSettings
+from pytest_critic22.execution.git import git
+from pytest_critic22.execution.sandbox import resolve
 
 CORE = '''def pages(count, per_page):
     """How many pages hold count items."""
@@ -111,7 +111,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
 
 
 def run_cli(*args: str) -> tuple[int, str]:
-    from pytest_critic22.cli import main
+    from pytest_critic22.apps.cli import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -198,7 +198,7 @@ def test_three_fixes_give_one_pair_and_two_skips_with_reasons(
 def test_a_mined_population_loads_with_its_hidden_tests_read_from_the_repository(
     mined: dict[str, Any],
 ) -> None:
-    from pytest_critic22.ab import load_population
+    from pytest_critic22.apps.ab import load_population
 
     population = load_population(mined["out"] / "population.json")
     good = population.cases[0]
@@ -317,8 +317,8 @@ def test_an_interrupted_run_resumes_without_redoing_finished_commits_and_matches
 
 def _population(run: driver.MineRun, repo: Path, out: Path) -> dict[str, Any]:
     """What ``critic22 mine`` writes for ``run`` (its patches and specification beside it)."""
-    from pytest_critic22.gitio import head_commit
-    from pytest_critic22.mine.output import write_outputs
+    from pytest_critic22.apps.mine.output import write_outputs
+    from pytest_critic22.execution.git import head_commit
 
     write_outputs(
         run, repo=repo, head=head_commit(repo), out=out, settings=MineSettings(), since=None,
@@ -407,7 +407,7 @@ def test_a_folder_outside_git_is_refused(tmp_path: Path) -> None:
 def test_a_tampered_mined_population_is_one_clear_error(
     mined: dict[str, Any], tmp_path: Path, change: dict[str, Any], message: str
 ) -> None:
-    from pytest_critic22.ab import PopulationError, load_population
+    from pytest_critic22.apps.ab import PopulationError, load_population
 
     document = json.loads(json.dumps(mined["population"]))
     document["cases"][0].update(change)

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.ab.cli import _record
-from pytest_critic22.ab.runs import _raw_answer
-from pytest_critic22.gitio import git
-from pytest_critic22.mine.assemble import blind_message, unified_diff
-from pytest_critic22.mine.cli import test_args_of as args_of
-from pytest_critic22.mine.mutants import mutants_of
-from pytest_critic22.mine.outcomes import collection_problem, junit_to_nodeid
-from pytest_critic22.mine.select import (
+from pytest_critic22.apps.ab.cli import _record
+from pytest_critic22.apps.ab.runs import _raw_answer
+from pytest_critic22.apps.mine.assemble import blind_message, unified_diff
+from pytest_critic22.apps.mine.cli import test_args_of as args_of
+from pytest_critic22.apps.mine.mutants import mutants_of
+from pytest_critic22.apps.mine.outcomes import collection_problem, junit_to_nodeid
+from pytest_critic22.apps.mine.select import (
     Candidate,
     FileDiff,
     Limits,
@@ -26,6 +25,7 @@ from pytest_critic22.mine.select import (
     is_test_path,
     parse_zero_context,
 )
+from pytest_critic22.execution.git import git
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.falsify import route
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.nodeids import check_in_tree, check_nodeid, split_nodeids
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.kinds.grammar import route
+from pytest_critic22.model.nodeids import check_in_tree, check_nodeid, split_nodeids
 
 SPACED = "tests/test_fmt.py::test_units[[1, 'Hz']-1.00 Hz]"
 

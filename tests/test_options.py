@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.inputs import InputError, read_obligations, read_text_or_file
-from pytest_critic22.options import (
+from pytest_critic22.config.inputs import InputError, read_obligations, read_text_or_file
+from pytest_critic22.config.options import (
     CriticTuning,
-    _characters,
-    _count,
-    _retries,
-    _seconds,
-    _temperature,
-    _tokens,
+    as_characters,
+    as_count,
+    as_retries,
+    as_seconds,
+    as_temperature,
+    as_tokens,
     check_ini,
     critic_tuning,
     deprecated_flags_used,
@@ -42,17 +42,21 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 @pytest.mark.parametrize(
     ("validate", "value", "message"),
     [
-        (_seconds, "abc", "expected a number of seconds (greater than 0), got 'abc'"),
-        (_seconds, "0", "expected a number of seconds (greater than 0), got '0'"),
-        (_seconds, "inf", "expected a number of seconds (greater than 0), got 'inf'"),
-        (_temperature, "hot", "expected a temperature (a number from 0 to 2), got 'hot'"),
-        (_temperature, "-0.1", "expected a temperature (a number from 0 to 2), got '-0.1'"),
-        (_temperature, "2.5", "expected a temperature (a number from 0 to 2), got '2.5'"),
-        (_count, "1.5", "expected a whole number (1 or more), got '1.5'"),
-        (_count, "0", "expected a whole number (1 or more), got '0'"),
-        (_retries, "-1", "expected a number of re-asks (a whole number, 0 or more), got '-1'"),
-        (_tokens, "0", "expected a number of tokens (a whole number, 1 or more), got '0'"),
-        (_characters, "x", "expected a number of characters (a whole number, 1 or more), got 'x'"),
+        (as_seconds, "abc", "expected a number of seconds (greater than 0), got 'abc'"),
+        (as_seconds, "0", "expected a number of seconds (greater than 0), got '0'"),
+        (as_seconds, "inf", "expected a number of seconds (greater than 0), got 'inf'"),
+        (as_temperature, "hot", "expected a temperature (a number from 0 to 2), got 'hot'"),
+        (as_temperature, "-0.1", "expected a temperature (a number from 0 to 2), got '-0.1'"),
+        (as_temperature, "2.5", "expected a temperature (a number from 0 to 2), got '2.5'"),
+        (as_count, "1.5", "expected a whole number (1 or more), got '1.5'"),
+        (as_count, "0", "expected a whole number (1 or more), got '0'"),
+        (as_retries, "-1", "expected a number of re-asks (a whole number, 0 or more), got '-1'"),
+        (as_tokens, "0", "expected a number of tokens (a whole number, 1 or more), got '0'"),
+        (
+            as_characters,
+            "x",
+            "expected a number of characters (a whole number, 1 or more), got 'x'",
+        ),
     ],
 )
 def test_each_validator_names_what_it_expects(
@@ -61,20 +65,20 @@ def test_each_validator_names_what_it_expects(
     with pytest.raises(argparse.ArgumentTypeError) as error:
         validate(value)
     assert str(error.value) == message
-    if validate is not _seconds:
+    if validate is not as_seconds:
         assert "seconds" not in message
 
 
 @pytest.mark.parametrize(
     ("validate", "value", "number"),
     [
-        (_seconds, "0.5", 0.5),
-        (_temperature, "0", 0.0),
-        (_temperature, "2", 2.0),
-        (_count, "3", 3),
-        (_retries, "0", 0),
-        (_tokens, "512", 512),
-        (_characters, "60000", 60000),
+        (as_seconds, "0.5", 0.5),
+        (as_temperature, "0", 0.0),
+        (as_temperature, "2", 2.0),
+        (as_count, "3", 3),
+        (as_retries, "0", 0),
+        (as_tokens, "512", 512),
+        (as_characters, "60000", 60000),
     ],
 )
 def test_validators_accept_their_range(
@@ -346,7 +350,7 @@ def test_at_missing_is_one_clear_error(
 
 
 def test_at_missing_stops_a_review_with_one_error_line(pytester: pytest.Pytester) -> None:
-    from pytest_critic22.gitio import init_repo
+    from pytest_critic22.execution.git import init_repo
 
     (pytester.path / "m.py").write_text("x = 1\ny = 2\n")
     init_repo(pytester.path)

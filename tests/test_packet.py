@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.packet import (
+from pytest_critic22.model.packet import (
     BLIND_CONTRACT,
     PACKET_ELEMENTS,
     ReviewPacket,
     blind,
     build_packet,
 )
+from pytest_critic22.model.patch import parse_patch
 
 PATCH = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
 MAIL = (
@@ -142,7 +142,7 @@ def test_blinding_is_idempotent_and_the_digest_is_canonical() -> None:
 
 
 def test_source_code_in_the_evidence_is_not_filtered_as_prose() -> None:
-    from pytest_critic22.packet import ReviewPacket, blind
+    from pytest_critic22.model.packet import ReviewPacket, blind
 
     source = "@dataclass\nclass Entry:\n    explanation: str\n    date: str\n    model: str\n"
     packet = ReviewPacket(

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from pytest_critic22.diffparse import WHOLE_PATCH, parse_patch
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.packet import BLIND_CONTRACT, PACKET_ELEMENTS, build_packet
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.model.packet import BLIND_CONTRACT, PACKET_ELEMENTS, build_packet
+from pytest_critic22.model.patch import WHOLE_PATCH, parse_patch
 
 pytestmark = pytest.mark.usefixtures("no_model_client")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22 import forkrun
-from pytest_critic22.forkrun import ForkRequest, run_forked
-from pytest_critic22.sandbox import probe_bwrap, resolve
+from pytest_critic22.execution import forkserver as forkrun
+from pytest_critic22.execution.forkserver import ForkRequest, run_forked
+from pytest_critic22.execution.sandbox import probe_bwrap, resolve
 
 needs_bwrap = pytest.mark.skipif(probe_bwrap() is not None, reason="needs bubblewrap")
 

@@ -16,12 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22 import forkrun
-from pytest_critic22.forkrun import ForkRequest, discard_prestarted, prestart, run_forked
-from pytest_critic22.samples import SAMPLES_DIR
-from pytest_critic22.sandbox import probe_bwrap, resolve
-from pytest_critic22.trees import trees_root
-from tests.e2e import make_sample
+from pytest_critic22.apps.samples import SAMPLES_DIR
+from pytest_critic22.execution import forkserver as forkrun
+from pytest_critic22.execution.forkserver import (
+    ForkRequest,
+    discard_prestarted,
+    prestart,
+    run_forked,
+)
+from pytest_critic22.execution.sandbox import probe_bwrap, resolve
+from pytest_critic22.execution.trees import trees_root
+from tests.runs import make_sample
 
 pytestmark = pytest.mark.skipif(probe_bwrap() is not None, reason="needs bubblewrap")
 
@@ -160,7 +165,7 @@ def test_a_tree_whose_runs_are_cut_in_two_groups_takes_no_booted_server(tmp_path
     # Of two groups side by side, one on a booted server would finish first and its tree's
     # next runs would come in more, smaller rounds: a booted server is for a tree's only group.
     # Four slots, two trees: each tree is cut in at most two (its share), "two" in two.
-    from pytest_critic22.batching import Batcher, RunRequest
+    from pytest_critic22.execution.batching import Batcher, RunRequest
 
     box = resolve("bwrap")
     one, two = tmp_path / "one", tmp_path / "two"
@@ -255,7 +260,7 @@ def test_a_server_that_cannot_be_started_early_is_no_error(
 
 
 def test_the_projects_own_runs_on_a_tree_do_not_keep_its_server_from_its_only_group() -> None:
-    from pytest_critic22.batching import RunRequest, _alone, _Slot
+    from pytest_critic22.execution.batching import RunRequest, _alone, _Slot
 
     tree = Path("/nowhere/tree")
     generated = [_Slot(RunRequest(tree, ("tests/test_critic22_f1.py",)))]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.progress import (
+from pytest_critic22.execution.progress import (
     Counter,
     FileProgress,
     Tailer,

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.finding import ReviewFinding
-from pytest_critic22.gitio import head_commit
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.apps.samples import case_dir, materialize
+from pytest_critic22.critic.finding import ReviewFinding
+from pytest_critic22.execution.git import head_commit
+from pytest_critic22.execution.trees import TreeSet
 from pytest_critic22.kinds.property import STRATEGIES, PropertyKind, Spec, parse, parse_spec
 from pytest_critic22.kinds.property_run import SearchError, read_search
 from pytest_critic22.kinds.property_script import replay_test, search_script
-from pytest_critic22.procedures import ExecutionContext
-from pytest_critic22.samples import case_dir, materialize
-from pytest_critic22.trees import TreeSet
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.verification.procedures import ExecutionContext, Scope
 
 MAX_EXAMPLES = 40  # per search here: the sample's defects show within the first few inputs
 
@@ -310,7 +310,7 @@ def test_a_tampered_procedure_record_is_checked_again_and_never_runs(propkit: An
 
 
 def test_hypothesis_missing_in_the_tree_is_inconclusive(propkit: Any) -> None:
-    from pytest_critic22.trees import Variant, write_in_tree
+    from pytest_critic22.execution.trees import Variant, write_in_tree
 
     ctx = propkit("hidden-change")
     patched = ctx.trees.get(Variant.patched(ctx.patch).for_critic())  # where property runs

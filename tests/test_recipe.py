@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
-from pytest_critic22.gitio import commit_all, git, head_commit
-from pytest_critic22.samples import case_dir, materialize
+from pytest_critic22.apps.samples import case_dir, materialize
+from pytest_critic22.execution.git import commit_all, git, head_commit
 from tests.test_controller_trust import CONTROLLER, hostile_files, marks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.critic import system_prompt
-from pytest_critic22.finding import parse_findings
+from pytest_critic22.critic.call import system_prompt
+from pytest_critic22.critic.finding import parse_findings
 from pytest_critic22.kinds import KindRegistry, builtin_kinds
-from pytest_critic22.kinds.base import NotExecutable, Procedure
-from pytest_critic22.procedures import FindingResult
-from pytest_critic22.review import RoutedFinding, preservation_id, route_findings
-from pytest_critic22.verify import Outcome
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.pipeline.review import RoutedFinding, preservation_id, route_findings
+from pytest_critic22.verification.procedures import FindingResult
 
 
 class _Kind:

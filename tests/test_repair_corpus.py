@@ -1,7 +1,7 @@
 """Repairs as models write them (issue 44, item 3): a corpus of real-shaped ``repair:`` diffs,
 each parsed as a ``test:`` procedure and applied to a real worktree by real ``git apply``.
 
-The recount happens once, in Python (:func:`pytest_critic22.diffparse.mend_diff`), and the
+The recount happens once, in Python (:func:`pytest_critic22.model.patch.mend_diff`), and the
 tree applies the result as it is: git's own ``--recount`` reads a second file's ``---``/``+++``
 lines as lines of the hunk before them, so a two-file repair without ``diff --git`` lines
 failed with ``error: patch failed: arrow/parser.py:21``. Each corpus entry is applied (the
@@ -23,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_critic22.diffmend import mend_diff, recount_hunks
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.falsify import parse_procedure
-from pytest_critic22.gitio import commit_all, git, init_repo
-from pytest_critic22.kinds.base import Procedure
-from pytest_critic22.trees import TreeError, TreeSet, Variant
+from pytest_critic22.execution.git import commit_all, git, init_repo
+from pytest_critic22.execution.trees import TreeError, TreeSet, Variant
+from pytest_critic22.kinds.grammar import parse_procedure
+from pytest_critic22.model.diffmend import mend_diff, recount_hunks
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.model.procedure import Procedure
 from tests.helpers import write
 
 CORPUS = Path(__file__).parent / "data" / "repairs"

@@ -14,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.junit import Case
-from pytest_critic22.runner import (
-    clean_env,
-    detect_pythonpath,
-    is_secret_name,
-    run_cases,
-    run_pytest,
-)
-from pytest_critic22.sandbox import Sandbox, bwrap_argv
-from pytest_critic22.verify import RunResult
+from pytest_critic22.execution.junit import Case
+from pytest_critic22.execution.runner import clean_env, detect_pythonpath, run_cases, run_pytest
+from pytest_critic22.execution.sandbox import Sandbox, bwrap_argv
+from pytest_critic22.model.results import RunResult
+from pytest_critic22.model.scrub import is_secret_name
 from tests.sandboxes import bwrap_or_skip, pids_with
 
 SECRETS = {
@@ -411,7 +406,7 @@ def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
     wake-up it waits forever, and this test fails at the join's bound."""
     import threading
 
-    from pytest_critic22 import runner
+    from pytest_critic22.execution import runner
 
     waiting = threading.Event()
 
@@ -441,7 +436,7 @@ def test_a_cpu_slot_given_back_in_the_process_wakes_its_waiter_without_polling(
 def test_the_cpus_a_run_uses_are_those_it_may_run_on_not_the_machines() -> None:
     """Pinned to one CPU (``taskset``, a cpuset), a review runs one child at a time."""
     one = min(os.sched_getaffinity(0))
-    code = "from pytest_critic22.runner import usable_cpus; print(usable_cpus())"
+    code = "from pytest_critic22.execution.runner import usable_cpus; print(usable_cpus())"
     pinned = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

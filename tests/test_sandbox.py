@@ -48,11 +48,11 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.gitio import commit_all, git
-from pytest_critic22.samples import case_dir
-from pytest_critic22.sandbox import Sandbox
-from pytest_critic22.trees import TreeError, TreeSetup, write_in_tree
-from tests.e2e import make_sample
+from pytest_critic22.apps.samples import case_dir
+from pytest_critic22.execution.git import commit_all, git
+from pytest_critic22.execution.sandbox import Sandbox
+from pytest_critic22.execution.trees import TreeError, TreeSetup, write_in_tree
+from tests.runs import make_sample
 from tests.sandboxes import bwrap_or_skip, pids_with
 
 pytestmark = [

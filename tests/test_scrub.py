@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_critic22.runner import scrubbed_tail
-from pytest_critic22.scrub import MASK, is_secret_name, scrub, secret_values
+from pytest_critic22.execution.runner import scrubbed_tail
+from pytest_critic22.model.scrub import MASK, is_secret_name, scrub, secret_values
 
 ENV = {
     "OPENAI_API_KEY": "sk-proj-planted0123456789abcdef",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import pytest_critic22
-from pytest_critic22.tracediff import (
+from pytest_critic22.verification.tracediff import (
     Divergence,
     first_divergence,
     pick_passing,
@@ -115,7 +115,7 @@ def run_child(
             "-m",
             "pytest",
             "-p",
-            "pytest_critic22.tracer",
+            "pytest_critic22.child.tracer",
             "-p",
             "no:critic22",
             "-p",

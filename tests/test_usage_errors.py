@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.gitio import git, init_repo
-from pytest_critic22.inputs import InputError, decode_utf8
-from pytest_critic22.ledger import folder_write_problem, write_problem
-from pytest_critic22.packet import build_packet
-from pytest_critic22.trees import trees_root
+from pytest_critic22.config.inputs import InputError, decode_utf8
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.execution.git import git, init_repo
+from pytest_critic22.execution.trees import trees_root
+from pytest_critic22.model.packet import build_packet
+from pytest_critic22.model.patch import parse_patch
+from pytest_critic22.state.ledger import folder_write_problem, write_problem
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
@@ -345,7 +345,7 @@ def test_a_usage_error_found_while_the_sandbox_probe_runs_waits_for_it(
     """The bubblewrap probe runs in a thread while the rest of the configuration is read
     (runconfig.start_probe). A usage error found meanwhile joins it before pytest ends: its
     child has ended and its temporary folder is gone."""
-    from pytest_critic22 import sandbox
+    from pytest_critic22.execution import sandbox
 
     temp = tmp_path / "temp"
     temp.mkdir()
@@ -360,7 +360,7 @@ def test_a_usage_error_found_while_the_sandbox_probe_runs_waits_for_it(
 def test_a_ctrl_c_while_the_probe_runs_waits_for_it_then_stops_the_run() -> None:
     """runconfig.end_probe: Ctrl-C reaches the waiting controller; it waits for the probe
     still (its child ends at the same Ctrl-C, its folder is removed), then stops."""
-    from pytest_critic22.runconfig import end_probe
+    from pytest_critic22.plugin.runconfig import end_probe
 
     interrupted, cleaned, ended = threading.Event(), threading.Event(), threading.Event()
 
@@ -410,7 +410,7 @@ def test_the_sandbox_is_resolved_after_the_probe_ended_never_beside_it(
     """runconfig.resolve_sandbox waits for the probe the configuration started: a second
     probe beside a slow first one would run bubblewrap twice, and could decide the run's
     sandbox on one answer while the cache keeps the other."""
-    from pytest_critic22 import sandbox
+    from pytest_critic22.execution import sandbox
 
     lock, inside, calls = threading.Lock(), [0], []
     controller_probed = threading.Event()

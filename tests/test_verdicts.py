@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from pytest_critic22.samples import case_dir
-from pytest_critic22.verify import Outcome, error_summary, gate, import_failure
-from tests.e2e import make_sample
+from pytest_critic22.apps.samples import case_dir
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.verification.decide import error_summary, gate, import_failure
+from tests.runs import make_sample
 
 DROPS = case_dir("textstats", "median-drops-guard")
 

@@ -11,9 +11,10 @@ import random
 
 import pytest
 
-from pytest_critic22.falsify import KINDS, parse_procedure, route
-from pytest_critic22.finding import parse_findings
-from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide, gate
+from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.kinds.grammar import KINDS, parse_procedure, route
+from pytest_critic22.model.results import Outcome, RunResult
+from pytest_critic22.verification.decide import confirm_failure, decide, gate
 
 pytestmark = pytest.mark.usefixtures("no_model_client")
 

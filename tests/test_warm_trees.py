@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_critic22.diffparse import parse_patch
-from pytest_critic22.gitio import commit_all, git, init_repo
-from pytest_critic22.sandbox import resolve
-from pytest_critic22.trees import (
+from pytest_critic22.execution.git import commit_all, git, init_repo
+from pytest_critic22.execution.sandbox import resolve
+from pytest_critic22.execution.trees import (
     _LOCK,
     _READY,
     TreeSet,
@@ -38,7 +37,8 @@ from pytest_critic22.trees import (
     trees_root,
     write_in_tree,
 )
-from pytest_critic22.warmtrees import POOL, WarmPool
+from pytest_critic22.execution.warmtrees import POOL, WarmPool
+from pytest_critic22.model.patch import parse_patch
 
 PATCH = """\
 --- a/pkg/mod.py
@@ -257,7 +257,7 @@ def test_threads_of_one_run_build_each_tree_once(repo: Repo) -> None:
 HOLDER = """\
 import sys, time
 from pathlib import Path
-from pytest_critic22.trees import TreeSet, Variant
+from pytest_critic22.execution.trees import TreeSet, Variant
 trees = TreeSet(Path(sys.argv[1]), sys.argv[2], sys.argv[3], warm=True)
 trees.claim()
 print(trees.get(Variant.base()), flush=True)
@@ -379,7 +379,7 @@ def test_a_link_planted_in_place_of_the_lock_file_is_an_error_at_once(
     folder): never locked through, and an error at the first try. A dangling one made the
     retry above spin for ever (open's ENOENT read as "the folder went"); ``make_folder`` is
     counted, so a spin fails this test instead of hanging it."""
-    import pytest_critic22.trees as trees_module
+    import pytest_critic22.execution.trees as trees_module
 
     folder = tmp_path / "critic22-trees-x"
     folder.mkdir()

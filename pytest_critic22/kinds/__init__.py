@@ -18,11 +18,16 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Route, Scope
+from pytest_critic22.model.procedure import NotExecutable, Procedure, Route
+from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
-    from pytest_critic22.procedures import ExecutionContext, FindingResult, ProcedureKind
+    from pytest_critic22.model.procedure import FindingLike
+    from pytest_critic22.verification.procedures import (
+        ExecutionContext,
+        FindingResult,
+        ProcedureKind,
+    )
 
 __all__ = [
     "BUILTIN",
@@ -129,8 +134,8 @@ class KindRegistry:
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:
-        from pytest_critic22.procedures import FindingResult
-        from pytest_critic22.verify import Outcome
+        from pytest_critic22.model.results import Outcome
+        from pytest_critic22.verification.procedures import FindingResult
 
         kind = self._kinds.get(procedure.kind)
         if kind is None:  # e.g. an xdist worker without the plugin that registered it

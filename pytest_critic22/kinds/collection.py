@@ -17,21 +17,26 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import COLLECTION, NotExecutable, Procedure, Scope
-from pytest_critic22.nodeids import GENERATED_PREFIX
-from pytest_critic22.procedures import ExecutionContext, FindingResult, read_source
-from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_cases
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome
+from pytest_critic22.child.protocol import GENERATED_PREFIX
+from pytest_critic22.execution.runner import cpu_slot, detect_pythonpath, run_cases
+from pytest_critic22.execution.trees import TreeError, Variant
+from pytest_critic22.model.procedure import COLLECTION, NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.verification.procedures import (
+    ExecutionContext,
+    FindingResult,
+    Scope,
+    read_source,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pytest_critic22.junit import Case
-    from pytest_critic22.kinds.base import FindingLike
-    from pytest_critic22.verify import RunResult
+    from pytest_critic22.execution.junit import Case
+    from pytest_critic22.model.procedure import FindingLike
+    from pytest_critic22.model.results import RunResult
 
-__all__ = ["COLLECTION", "KIND", "CollectionKind", "first_error_line", "parse_regressions"]
+__all__ = ["KIND", "CollectionKind", "first_error_line", "parse_regressions"]
 
 _STARTED = (0, 1, 2, 5)  # exit statuses of a pytest that got as far as collecting
 
@@ -75,7 +80,7 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
     logs["unparsable"] = found
     trees = [("patched", patched)]
     if ctx.harness:
-        from pytest_critic22.harness import base_harness
+        from pytest_critic22.verification.harness import base_harness
 
         try:
             tree = ctx.trees.get(base_harness(ctx.patch, ctx.harness))
@@ -132,7 +137,7 @@ def execute_collection(group_id: str, ctx: ExecutionContext) -> FindingResult:
 
 def _started(run: RunResult) -> bool:
     """Whether pytest got as far as collecting, and said what it found."""
-    from pytest_critic22.junit import NO_REPORT
+    from pytest_critic22.execution.junit import NO_REPORT
 
     return run.exit_code in _STARTED and run.reason != NO_REPORT
 

@@ -1,7 +1,7 @@
 """``counterfactual:`` — existing tests of the repository that the patch breaks.
 
     counterfactual:  NODEID [NODEID ...]   (node ids may hold spaces; quotes or a JSON
-                                            list are accepted: see pytest_critic22.nodeids)
+                                            list are accepted: see pytest_critic22.model.nodeids)
 
 Run like ``test:`` (patched, then the counterfactual tree), without writing any test.
 """
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.execution.trees import TreeError, Variant
 from pytest_critic22.kinds.test import execute_on_trees
-from pytest_critic22.nodeids import check_in_tree, check_nodeid, split_nodeids
-from pytest_critic22.trees import TreeError, Variant
+from pytest_critic22.model.nodeids import check_in_tree, check_nodeid, split_nodeids
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
-    from pytest_critic22.procedures import ExecutionContext, FindingResult
+    from pytest_critic22.model.procedure import FindingLike
+    from pytest_critic22.verification.procedures import ExecutionContext, FindingResult
 
 __all__ = ["KIND", "CounterfactualKind", "nodeids_in_tree"]
 

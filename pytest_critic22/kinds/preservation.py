@@ -11,19 +11,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
-from pytest_critic22.procedures import (
+from pytest_critic22.execution.trees import TreeError, Variant
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     FindingResult,
+    Scope,
     environment_problem,
     junit_key,
     run_tests,
 )
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.procedure import FindingLike
 
 __all__ = ["KIND", "PreservationKind"]
 
@@ -72,7 +73,7 @@ def execute_preservation(
         return result
     # The patch changes the harness that judges (invariant 16): the same tests once more on
     # the patched source under the base's conftest.py files and pytest configuration.
-    from pytest_critic22.harness import base_harness
+    from pytest_critic22.verification.harness import base_harness
 
     again: dict[str, Any] = {"procedure": "preservation", "tests": list(tests)}
     try:

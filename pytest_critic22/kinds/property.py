@@ -13,7 +13,7 @@ signature: decorators and re-exports make the source a poor guide at validation)
 One derandomized search per tree (same script, so the same inputs), compared in order; the
 first input the patch changes (or on which it breaks the relation while the counterfactual
 keeps it) is frozen into a pytest test with ``@example(...)``, replayed on both trees with
-reruns, and that replay alone decides (:func:`pytest_critic22.verify.decide`).
+reruns, and that replay alone decides (:func:`pytest_critic22.verification.decide.decide`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.execution.trees import TreeError, Variant
 from pytest_critic22.kinds.property_run import execute
 from pytest_critic22.kinds.property_script import (
     DOTTED,
@@ -33,16 +33,16 @@ from pytest_critic22.kinds.property_script import (
     MAX_EXAMPLES,
     NAME,
 )
-from pytest_critic22.trees import TreeError, Variant
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
-    from pytest_critic22.procedures import ExecutionContext, FindingResult
+    from pytest_critic22.model.procedure import FindingLike
+    from pytest_critic22.verification.procedures import ExecutionContext, FindingResult
 
 __all__ = [
     "GRAMMAR",
     "KIND",
-    "MAX_EXAMPLES",
     "RELATIONS",
     "PropertyKind",
     "Spec",

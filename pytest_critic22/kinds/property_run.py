@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_critic22.childfiles import MAX_CHILD_FILE, child_tempdir, read_child_file
-from pytest_critic22.kinds.base import NotExecutable, Procedure
+from pytest_critic22.child.protocol import GENERATED_PREFIX
+from pytest_critic22.execution.child_files import MAX_CHILD_FILE, child_tempdir, read_child_file
+from pytest_critic22.execution.runner import cpu_slot, detect_pythonpath, spawn_python
+from pytest_critic22.execution.trees import TreeError, Variant, write_in_tree
 from pytest_critic22.kinds.property_script import (
     DOTTED,
     HELPER_PREFIX,
@@ -29,8 +31,10 @@ from pytest_critic22.kinds.property_script import (
     replay_test,
     search_script,
 )
-from pytest_critic22.nodeids import GENERATED_PREFIX
-from pytest_critic22.procedures import (
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome, OutcomeKind, RunResult
+from pytest_critic22.verification.decide import decide
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     FindingResult,
     counterfactual_variant,
@@ -40,12 +44,9 @@ from pytest_critic22.procedures import (
     run_tests,
     speculate,
 )
-from pytest_critic22.runner import cpu_slot, detect_pythonpath, spawn_python
-from pytest_critic22.trees import TreeError, Variant, write_in_tree
-from pytest_critic22.verify import Outcome, OutcomeKind, RunResult, decide
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.procedure import FindingLike
 
 
 class Spec(Protocol):

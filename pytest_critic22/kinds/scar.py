@@ -12,19 +12,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
-from pytest_critic22.procedures import (
+from pytest_critic22.execution.trees import TreeError, Variant
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.verification.decide import confirm_failure
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     FindingResult,
+    Scope,
     environment_problem,
     prepare_args,
     run_confirmed,
 )
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome, confirm_failure
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.procedure import FindingLike
 
 __all__ = ["KIND", "ScarKind"]
 

@@ -14,20 +14,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
-from pytest_critic22.procedures import (
+from pytest_critic22.execution.runner import detect_pythonpath
+from pytest_critic22.execution.trees import TreeError, TreeSet, Variant
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     FindingResult,
+    Scope,
     located_edits,
     read_source,
 )
-from pytest_critic22.runner import detect_pythonpath
-from pytest_critic22.trees import TreeError, TreeSet, Variant
-from pytest_critic22.verify import Outcome
 
 if TYPE_CHECKING:
-    from pytest_critic22.diffparse import ParsedPatch
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.patch import ParsedPatch
+    from pytest_critic22.model.procedure import FindingLike
 
 __all__ = ["KIND", "TYPE_ERRORS", "StaticKind", "check_lines"]
 
@@ -88,7 +89,7 @@ def static_inputs(
 ) -> tuple[list[Any], dict[str, str]]:
     """The located edit(s) as FileChanges, and every Python source of the patched tree."""
     from pytest_critic22.checks import FileChange
-    from pytest_critic22.evidence import python_files
+    from pytest_critic22.evidence.gather import python_files
 
     grouped: dict[str, dict[str, Any]] = {}
     for edit in located_edits(finding, patch):
@@ -186,7 +187,7 @@ def _type_errors(
     ctx: ExecutionContext, changes: Sequence[Any], base: Path, patched: Path
 ) -> tuple[list[str], str]:
     """Differential mypy: errors on patched at the edit's lines that base does not have."""
-    from pytest_critic22.runner import spawn_python
+    from pytest_critic22.execution.runner import spawn_python
 
     def errors(tree: Path, files: list[str]) -> tuple[list[tuple[str, int, str]], str]:
         if not files:

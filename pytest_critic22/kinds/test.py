@@ -5,7 +5,7 @@
 
 The counterfactual is the patched tree plus the critic's ``repair:`` when given, else the
 patch without the located edit (the base for ``whole-patch``). The decision itself is
-:func:`pytest_critic22.verify.decide`.
+:func:`pytest_critic22.verification.decide.decide`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
-from pytest_critic22.procedures import (
+from pytest_critic22.execution.trees import TreeError, Variant
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome, RunResult
+from pytest_critic22.verification.decide import confirm_failure, decide
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     FindingResult,
+    Scope,
     counterfactual_variant,
     drop_speculated,
     environment_problem,
@@ -31,11 +35,9 @@ from pytest_critic22.procedures import (
     speculate,
     speculates,
 )
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome, RunResult, confirm_failure, decide
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.procedure import FindingLike
 
 __all__ = ["KIND", "TestKind", "execute_on_trees"]
 
@@ -106,8 +108,8 @@ def _parse_test(rest: str) -> Procedure | NotExecutable:
         return NotExecutable("test: source defines no test function", "test")
     given = ""
     if split is not None:
-        from pytest_critic22.diffmend import mend_diff
-        from pytest_critic22.diffparse import DiffError, parse_patch
+        from pytest_critic22.model.diffmend import mend_diff
+        from pytest_critic22.model.patch import DiffError, parse_patch
 
         # Models write diffs git does not read as meant (miscounted hunks, no a/ and b/, CRLF
         # line endings): the repair is mended here, once, and applied as mended; the context
@@ -136,8 +138,8 @@ def execute_on_trees(
     """Run the procedure on ``patched`` and on its counterfactual; return the outcome.
 
     A ``without-…`` counterfactual whose run shows it cannot run the project's own code
-    (:func:`pytest_critic22.procedures.fallback_to_base`) is replaced by the base, and the
-    outcome's reason says so: the ``test:`` and ``counterfactual:`` kinds both come here."""
+    (:func:`pytest_critic22.verification.procedures.fallback_to_base`) is replaced by the base, and
+    the outcome's reason says so: the ``test:`` and ``counterfactual:`` kinds both come here."""
     variant = counterfactual_variant(finding, procedure, ctx.patch)
     logs: dict[str, Any] = {"procedure": procedure.kind, "counterfactual_tree": variant.name}
     if procedure.repair_given:

@@ -15,25 +15,27 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_critic22.childfiles import child_tempdir
-from pytest_critic22.kinds.base import NotExecutable, Procedure, Scope
+from pytest_critic22.execution.child_files import child_tempdir
+from pytest_critic22.execution.progress import Counter
+from pytest_critic22.execution.runner import cpu_slot, detect_pythonpath, run_pytest
+from pytest_critic22.execution.trees import TreeError, Variant
 from pytest_critic22.kinds.counterfactual import nodeids_in_tree
-from pytest_critic22.nodeids import as_pytest_args, check_in_tree, check_nodeid, split_nodeids
-from pytest_critic22.procedures import (
+from pytest_critic22.model.nodeids import as_pytest_args, check_in_tree, check_nodeid, split_nodeids
+from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.results import Outcome, RunResult
+from pytest_critic22.verification.decide import decisive_line
+from pytest_critic22.verification.procedures import (
     ExecutionContext,
     Fallback,
     FindingResult,
+    Scope,
     counterfactual_variant,
     fallback_to_base,
     located_edits,
 )
-from pytest_critic22.progress import Counter
-from pytest_critic22.runner import cpu_slot, detect_pythonpath, run_pytest
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome, RunResult, decisive_line
 
 if TYPE_CHECKING:
-    from pytest_critic22.kinds.base import FindingLike
+    from pytest_critic22.model.procedure import FindingLike
 
 __all__ = ["KIND", "TraceKind"]
 
@@ -107,7 +109,7 @@ def execute_trace(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from pytest_critic22.tracediff import pick_passing, read_trace
+    from pytest_critic22.verification.tracediff import pick_passing, read_trace
 
     variant = counterfactual_variant(finding, procedure, ctx.patch)
     logs: dict[str, Any] = {"procedure": "trace", "repeat": procedure.repeat}
@@ -146,7 +148,7 @@ def execute_trace(
                     sandbox=ctx.sandbox,
                     writable=[Path(tmp)],
                     scratch=ctx.scratch,
-                    plugins=["pytest_critic22.tracer"],
+                    plugins=["pytest_critic22.child.tracer"],
                     extra_env={
                         "PYTHONHASHSEED": str(seed),
                         "CRITIC22_TRACE_OUT": str(out),
@@ -264,8 +266,8 @@ def _fallback(
     procedure: Procedure,
 ) -> Fallback | None:
     """The base for a counterfactual tree whose replays show it is not a working program
-    (:func:`pytest_critic22.procedures.fallback_to_base`), judged by its first replay that
-    did not pass against the patched tree's first failing one."""
+    (:func:`pytest_critic22.verification.procedures.fallback_to_base`), judged by its first replay
+    that did not pass against the patched tree's first failing one."""
     bad = next((r for r, _ in counter_runs if r.status != "passed"), None)
     failing = next((r for r, _ in patched_runs if r.status == "failed"), None)
     if bad is None or failing is None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import Any
 
-from pytest_critic22 import finding
+from pytest_critic22.critic import finding
 
 _original = finding.parse_findings
 
@@ -19,4 +20,8 @@ def _counted(raw: str, *args: Any, **kwargs: Any) -> Any:
     return _original(raw, *args, **kwargs)
 
 
-finding.parse_findings = _counted
+# Every module that already bound the function (the extension surface imports the pipeline,
+# and another -p plugin may have loaded it first) and the ones that will.
+for module in [finding, *list(sys.modules.values())]:
+    if getattr(module, "parse_findings", None) is _original:
+        module.parse_findings = _counted  # type: ignore[union-attr]

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_critic22.checks import Check, Example, Hit
-from pytest_critic22.kinds.base import NotExecutable, Procedure
-from pytest_critic22.procedures import FindingResult, counterfactual_variant, read_source
-from pytest_critic22.trees import TreeError, Variant
-from pytest_critic22.verify import Outcome
+from pytest_critic22.extend import (
+    Check,
+    Example,
+    FindingResult,
+    Hit,
+    NotExecutable,
+    Outcome,
+    Procedure,
+    TreeError,
+    Variant,
+    counterfactual_variant,
+    read_source,
+)
 
 
 class MentionsKind:

@@ -1,0 +1,174 @@
+"""Reading one review's JSON report as the loop needs it: items, repairs, decisive output.
+
+Pure functions over the plugin's report (``--critic22-report``). Only blocking findings
+with an executable falsification and preservation groups count; an advisory finding is
+never run, so never scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_critic22.apps.loop.model import ItemResult, RoundRecord, Source
+
+__all__ = [
+    "blockers",
+    "decisive_output",
+    "earlier_repairs",
+    "find",
+    "incomplete",
+    "items_of",
+    "scar_entries",
+    "split_test",
+]
+
+_STATUSES = ("verified", "refuted", "inconclusive")
+
+
+def items_of(
+    report: Mapping[str, Any], *, prefix: str = "", source: Source = "critic"
+) -> tuple[ItemResult, ...]:
+    """The scored items of one report. ``prefix`` renames findings (``N`` for the second
+    critic: F1 -> N1). A blocking finding that did not run counts as inconclusive: what
+    could not be looked at is never "nothing found"."""
+    out: list[ItemResult] = []
+    for record in report.get("findings") or []:
+        finding = record.get("finding") or {}
+        route = record.get("route") or {}
+        if finding.get("severity") != "blocking" or not route.get("executable"):
+            continue
+        outcome = record.get("outcome") or {}
+        status = str(outcome.get("status", ""))
+        reason = str(outcome.get("reason", ""))
+        if status not in _STATUSES:
+            reason = f"{status or 'no outcome'}: {reason}".rstrip(": ")
+            status = "inconclusive"
+        fid = str(record.get("id", ""))
+        kind = route.get("kind")
+        scar = kind == "scar"
+        out.append(
+            ItemResult(
+                id=fid if scar or not prefix else prefix + fid.removeprefix("F"),
+                source="scar" if scar else source,
+                claim=str(finding.get("claim", "")),
+                location=str(finding.get("location", "")),
+                procedure=None if kind is None else str(kind),
+                status=status,
+                reason=reason,
+                falsification=str(finding.get("falsification", "")),
+            )
+        )
+    for group in report.get("preservation") or []:
+        status = str(group.get("outcome", ""))
+        reason = str(group.get("reason", ""))
+        if status not in _STATUSES:
+            reason = f"{status or 'no outcome'}: {reason}".rstrip(": ")
+            status = "inconclusive"
+        out.append(
+            ItemResult(
+                id=f"preserve[{group.get('group', '')}]",
+                source="validator",
+                claim="existing tests keep passing: " + ", ".join(group.get("tests") or []),
+                location="",
+                procedure="preservation",
+                status=status,
+                reason=reason,
+            )
+        )
+    return tuple(out)
+
+
+def split_test(falsification: str) -> tuple[str, str] | None:
+    """``(test source, repair diff)`` of a ``test:`` falsification (repair "" when none);
+    None for any other kind."""
+    from pytest_critic22.kinds.grammar import parse_procedure
+    from pytest_critic22.model.procedure import Procedure
+
+    procedure = parse_procedure(falsification)
+    if not isinstance(procedure, Procedure) or procedure.kind != "test":
+        return None
+    return procedure.source, procedure.repair
+
+
+def scar_entries(rounds: Sequence[tuple[int, Sequence[ItemResult]]]) -> list[dict[str, str]]:
+    """The ``--critic22-scar`` file's entries: every ``test:`` finding verified in an earlier
+    round, once (the same test source is not run twice)."""
+    entries: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for number, items in rounds:
+        for item in items:
+            if item.status != "verified" or item.source == "scar":
+                continue
+            found = split_test(item.falsification)
+            if found is None or found[0] in seen:
+                continue
+            seen.add(found[0])
+            entries.append({"id": f"R{number}-{item.id}", "claim": item.claim, "test": found[0]})
+    return entries
+
+
+def find(report: Mapping[str, Any], finding_id: str) -> Mapping[str, Any] | None:
+    for record in report.get("findings") or []:
+        if record.get("id") == finding_id:
+            return record  # type: ignore[no-any-return]
+    return None
+
+
+def decisive_output(record: Mapping[str, Any], limit: int = 2500) -> str:
+    """The output that decided a finding, on both trees: the last patched run and the
+    counterfactual run, each cut to its last ``limit`` characters."""
+    logs = record.get("logs") or {}
+    parts = []
+    patched = logs.get("patched") or []
+    if isinstance(patched, list) and patched:
+        last = patched[-1]
+        parts.append(f"--- patched tree: {last.get('status', '?')} ---\n" + _tail(last, limit))
+    counter = logs.get("counterfactual")
+    if isinstance(counter, Mapping):
+        name = record.get("counterfactual") or "counterfactual"
+        parts.append(f"--- {name} tree: {counter.get('status', '?')} ---\n" + _tail(counter, limit))
+    return "\n\n".join(parts) or "(no run output was recorded)"
+
+
+def _tail(run: Mapping[str, Any], limit: int) -> str:
+    text = str(run.get("output") or run.get("reason") or "")
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def earlier_repairs(records: Sequence[RoundRecord]) -> dict[str, str]:
+    """Test source -> repair of every verified finding of earlier rounds (the latest wins)."""
+    out: dict[str, str] = {}
+    for record in records:
+        for item in record.items:
+            found = split_test(item.falsification) if item.status == "verified" else None
+            if found is not None and found[1]:
+                out[found[0]] = found[1]
+    return out
+
+
+def incomplete(report: Mapping[str, Any] | None) -> str:
+    """Why a review could not do what was asked ("" when it could): an INCOMPLETE verdict,
+    and also a REJECT that came with problems — a failed critic, an interrupted run — since
+    a round that could not look is BLOCKED whatever else it found."""
+    if report is None:
+        return ""
+    disposition = report.get("disposition") or {}
+    critic = report.get("critic") or {}
+    problems = [str(p) for p in disposition.get("problems") or []]
+    if critic.get("absent"):
+        problems.append(f"the critic gave no answer: {critic.get('reason', '')}")
+    if disposition.get("interrupted"):
+        problems.append("the review was interrupted")
+    if disposition.get("verdict") == "incomplete" and not problems:
+        problems.append(str(disposition.get("reason") or "incomplete"))
+    return "; ".join(dict.fromkeys(problems))
+
+
+def blockers(items: Sequence[ItemResult]) -> tuple[str, ...]:
+    out = []
+    for item in items:
+        if item.status in ("verified", "inconclusive"):
+            where = f" [{item.location}]" if item.location else ""
+            out.append(f"{item.id}{where} {item.status}: {item.claim} — {item.reason}")
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""Reporting: the terminal summary and the report formats (JSON, SARIF, GitHub, HTML)."""
