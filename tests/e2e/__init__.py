@@ -1,0 +1,1 @@
+"""Tests of the e2e tier (tests/README.md)."""

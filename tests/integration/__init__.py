@@ -1,0 +1,1 @@
+"""Tests of the integration tier (tests/README.md)."""

@@ -1,0 +1,1 @@
+"""Tests of the unit tier (tests/README.md)."""
