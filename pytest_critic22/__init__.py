@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pytest_critic22._version import __version__
 from pytest_critic22.apps.api import review
-from pytest_critic22.apps.loop.driver import LoopError, LoopResult, loop
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop import loop
+from pytest_critic22.apps.loop.options import LoopError, LoopOptions, LoopResult
 from pytest_critic22.report.document import (
     FindingOutcome,
     PreservationOutcome,

@@ -26,10 +26,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_critic22.execution.child_files import child_tempdir, prune_orphans
-from pytest_critic22.execution.child_plugins import review_blocks
-from pytest_critic22.execution.processes import drain
-from pytest_critic22.execution.runner import tail_text
 from pytest_critic22.report.document import ReviewReport
 
 __all__ = ["review", "review_command"]
@@ -156,6 +152,10 @@ def review(
     review loop: a resumed loop must not race an orphan; what the orphan left is pruned by the next
     run as a crashed run's).
     """
+    # Imported on the call: the package's top level imports this module, and it stays cheap.
+    from pytest_critic22.execution.child_files import child_tempdir, prune_orphans
+    from pytest_critic22.execution.child_plugins import review_blocks
+
     repo = Path(repo).resolve()
     prune_orphans(_SCRATCH)  # the scratch folders of callers that are gone (a dead PID)
     with child_tempdir(f"{_SCRATCH}{os.getpid()}-") as scratch:  # children wrote in it
@@ -262,6 +262,9 @@ def _run(
     On a timeout the group is killed; on Ctrl-C (or another interruption) it gets SIGINT first
     (the plugin removes its worktrees), then is killed. It writes no bytecode into the checkout.
     """
+    from pytest_critic22.execution.processes import drain
+    from pytest_critic22.execution.runner import tail_text
+
     start = time.monotonic()
     proc = subprocess.Popen(
         list(command),

@@ -1,9 +1,10 @@
-"""The gate at session end: typed results -> a verdict, the exit status, and the
-INCOMPLETE error item when the review could not look."""
+"""The gate at session end: typed results -> a verdict (pure), then the exit status and the
+INCOMPLETE error item when the review could not look. It takes values, not the plugin."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping, Set
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,36 +14,23 @@ from pytest_critic22.pipeline.review import preservation_id
 from pytest_critic22.verification.decide import gate
 
 if TYPE_CHECKING:
-    from pytest_critic22.config.settings import ReviewOptions
     from pytest_critic22.pipeline.review import Review
-    from pytest_critic22.state.ledger import Ledger
     from pytest_critic22.verification.procedures import FindingResult
 
 
-class GatedRun(Protocol):
-    """What the gate reads of the run (the session's plugin object is one)."""
-
-    config: pytest.Config
-    opts: ReviewOptions
-    ledger: Ledger
-    review: Review | None
-    results: dict[str, FindingResult]
-    reported: set[str]
-    notes: list[str]
-    stopped: bool  # Ctrl-C or pytest.exit()
-
-    @property
-    def built_trees(self) -> bool: ...
+__all__ = ["decide_disposition", "disposition_record", "settle_exit_status"]
 
 
-__all__ = ["apply_gate"]
-
-
-def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Disposition:
-    review = plugin.review
-    if review is None:
-        raise RuntimeError("critic22: the gate ran before the review was built")
-    results = plugin.results
+def decide_disposition(
+    review: Review,
+    results: Mapping[str, FindingResult],
+    reported: Set[str],
+    *,
+    exitstatus: int,
+    interrupted: bool,
+) -> tuple[Disposition, list[str]]:
+    """The verdict from the typed results (pure), and the notes it adds to the run's: the
+    items that owed a result and gave none say why the review could not look."""
     outcomes = [
         (w.finding_id, w.finding.severity, r.outcome)
         for w in review.wrapped
@@ -55,12 +43,10 @@ def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Di
         for key in sorted(preservation_id(g) for g in review.preservation)
         if (r := results.get(key)) is not None
     ]
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
-        plugin.stopped or session.shouldfail or session.shouldstop
-    )
     problems = list(review.problems)
+    notes: list[str] = []
     missing = [i for i in review.expected_items() if i not in results]
-    crashed = [i for i in missing if review.item_name(i) in plugin.reported]
+    crashed = [i for i in missing if review.item_name(i) in reported]
     if crashed:
         problems.append("did not complete (an internal error): " + ", ".join(crashed))
     unrun = [i for i in missing if i not in crashed]
@@ -71,36 +57,46 @@ def apply_gate(plugin: GatedRun, session: pytest.Session, exitstatus: int) -> Di
         ended = f"pytest ended with exit status {int(exitstatus)} before these ran: "
         problems.append(ended + ", ".join(unrun))
     elif unrun:
-        plugin.notes.append("not run (deselected): " + ", ".join(unrun))
-    disposition = gate(outcomes, problems=problems, interrupted=interrupted)
-    if plugin.built_trees:  # --collect-only reviews nothing: it leaves no ledger event
-        plugin.ledger.append(
-            "disposition",
-            {
-                "verdict": disposition.verdict,
-                "verified": list(disposition.verified),
-                "reason": disposition.reason,
-                "problems": list(disposition.problems),
-                "interrupted": disposition.interrupted,
-            },
-        )
-    allowed = plugin.opts.allow_incomplete
-    if disposition.verdict == "incomplete" and not allowed:
-        _report_incomplete(plugin.config, review.patch_path.name, disposition)
+        notes.append("not run (deselected): " + ", ".join(unrun))
+    return gate(outcomes, problems=problems, interrupted=interrupted), notes
+
+
+def disposition_record(disposition: Disposition) -> dict[str, object]:
+    """The ledger's ``disposition`` event."""
+    return {
+        "verdict": disposition.verdict,
+        "verified": list(disposition.verified),
+        "reason": disposition.reason,
+        "problems": list(disposition.problems),
+        "interrupted": disposition.interrupted,
+    }
+
+
+def settle_exit_status(
+    session: pytest.Session,
+    review: Review,
+    disposition: Disposition,
+    *,
+    allow_incomplete: bool,
+    only: bool,
+) -> None:
+    """The verdict where CI looks: REJECT (and INCOMPLETE, unless allowed) fails the run;
+    INCOMPLETE is an error item that says why."""
+    if disposition.verdict == "incomplete" and not allow_incomplete:
+        _report_incomplete(session.config, review.patch_path.name, disposition)
     failing = disposition.verdict == "reject" or (
-        disposition.verdict == "incomplete" and not allowed
+        disposition.verdict == "incomplete" and not allow_incomplete
     )
     if failing and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if (
-        plugin.opts.only
+        only
         and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
         and disposition.verdict != "reject"
     ):
         # A review-only run with no blocking finding is a review that found nothing to
         # verify: the answer is "proceed", not "no tests ran".
         session.exitstatus = pytest.ExitCode.OK
-    return disposition
 
 
 def _report_incomplete(config: pytest.Config, patch_name: str, disposition: Disposition) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,36 +19,30 @@ import pytest
 
 from pytest_critic22.config.inputs import InputError
 from pytest_critic22.config.settings import ReviewOptions
-from pytest_critic22.execution.runner import usable_cpus
 from pytest_critic22.execution.trees import TreeSet
-from pytest_critic22.model.procedure import COLLECTION, Procedure
-from pytest_critic22.model.results import Disposition, RunResult
+from pytest_critic22.model.results import Disposition
 from pytest_critic22.pipeline.review import (
     Inputs,
     Review,
-    RoutedFinding,
     RunInfo,
-    preservation_id,
     read_inputs,
     sandbox_record,
 )
+from pytest_critic22.plugin.executor import ItemExecutor
 from pytest_critic22.plugin.items import PROPERTY, PatchFile
+from pytest_critic22.plugin.wire import review_from_wire, review_to_wire
 from pytest_critic22.state.folder import STATE_DIR
 from pytest_critic22.state.ledger import Ledger, ensure_state_dir, new_run_id
-from pytest_critic22.verification.procedures import FindingResult, scrubbed
+from pytest_critic22.verification.procedures import FindingResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable
 
     from pytest_critic22.checks import CheckRegistry
     from pytest_critic22.critic.call import Completion, CriticSettings
-    from pytest_critic22.execution.batching import RunRequest
-    from pytest_critic22.execution.junit import Case
     from pytest_critic22.execution.progress import TerminalProgress
     from pytest_critic22.execution.sandbox import Sandbox
     from pytest_critic22.kinds import KindRegistry
-    from pytest_critic22.plugin.itembatch import ItemBatch
-    from pytest_critic22.verification.procedures import ExecutionContext
 
 __all__ = ["PLUGIN_KEY", "Critic22Plugin", "configure"]
 
@@ -113,7 +106,9 @@ def _configure(config: pytest.Config, opts: ReviewOptions, inputs: Inputs) -> Cr
         if not config.pluginmanager.has_plugin(name):
             config.pluginmanager.register(module, name)
     if workerinput is not None and "critic22_review" in workerinput:
-        plugin.review = plugin.review_from_controller(workerinput["critic22_review"])
+        plugin.review = review_from_wire(
+            workerinput["critic22_review"], plugin.inputs, plugin.base_commit
+        )
     return plugin
 
 
@@ -145,8 +140,6 @@ class Critic22Plugin:
         self.generated_count = 0
         self._kinds: KindRegistry | None = None
         self._checks: CheckRegistry | None = None
-        self._context: ExecutionContext | None = None
-        self._items: ItemBatch | None = None  # the generated items this process executes
         self._claimed = False  # this run claimed trees in the repository: cleanup owes them
         self._started = 0.0
         self.display: TerminalProgress | None = None  # the controller's progress line
@@ -249,16 +242,7 @@ class Critic22Plugin:
         if review is None:
             raise RuntimeError("critic22: a worker started before the review was built")
         node.workerinput["critic22_run_id"] = self.ledger.run_id
-        node.workerinput["critic22_review"] = {
-            "wrapped": [w.to_dict() for w in review.wrapped],
-            "critic": dict(review.critic),
-            "preservation": {k: list(v) for k, v in review.preservation.items()},
-            "harness_changed": list(review.harness_changed),
-            "obligations": list(review.packet.preservation_obligations),
-            "test_dir": review.test_dir,
-            "acceptance": review.acceptance,
-            "obligation_tests": list(review.obligation_tests),
-        }
+        node.workerinput["critic22_review"] = review_to_wire(review)
         if self.display is not None:
             from pytest_critic22.execution.progress import MODE_KEY
 
@@ -268,23 +252,6 @@ class Critic22Plugin:
             list(self.sandbox.pass_env),
             self.sandbox.note,
         ]
-
-    def review_from_controller(self, data: dict[str, Any]) -> Review:
-        inputs = self.inputs
-        return Review(
-            inputs.patch_path,
-            inputs.patch,
-            replace(inputs.packet, preservation_obligations=tuple(data["obligations"])),
-            inputs.stripped,
-            self.base_commit,
-            wrapped=tuple(RoutedFinding.from_dict(w) for w in data["wrapped"]),
-            critic=dict(data["critic"]),
-            preservation={k: tuple(v) for k, v in data["preservation"].items()},
-            harness_changed=tuple(data.get("harness_changed", ())),
-            test_dir=str(data["test_dir"]),
-            acceptance=data["acceptance"],
-            obligation_tests=tuple(data["obligation_tests"]),
-        )
 
     # -- collection ------------------------------------------------------------------------
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
@@ -302,7 +269,16 @@ class Critic22Plugin:
             path=review.patch_path,
             nodeid=review.patch_path.name,
             review=review,
-            executor=self,
+            executor=ItemExecutor(
+                review,
+                self.opts,
+                self.trees,
+                self.sandbox,
+                self.ledger,
+                self.kinds,
+                self.checks,
+                self._progress_sink(),
+            ),
         )
         generated = list(node.collect())
         items.extend(generated)
@@ -319,83 +295,6 @@ class Critic22Plugin:
             f"critic22: {self.generated_count} of the collected items generated from "
             f"{self.inputs.patch_path.name}"
         )
-
-    # -- running (the items' Executor) -------------------------------------------------------
-    def execute(self, routed: RoutedFinding) -> FindingResult:
-        if routed.procedure is None:
-            raise RuntimeError(f"critic22: {routed.finding_id} has no procedure to run")
-        label = f"{routed.finding_id} [{routed.finding.location}] {routed.procedure.kind}"
-        ctx = self._ctx(label)
-        result = self.kinds.execute(routed.finding_id, routed.finding, routed.procedure, ctx)
-        result = scrubbed(result)
-        self.ledger.append("procedure-run", result.to_record())
-        return result
-
-    def execute_preservation(self, group: str, tests: tuple[str, ...]) -> FindingResult:
-        procedure = Procedure(COLLECTION if group == COLLECTION else "preservation", nodeids=tests)
-        ctx = self._ctx(preservation_id(group))
-        result = self.kinds.execute(preservation_id(group), None, procedure, ctx)
-        result = scrubbed(result)
-        self.ledger.append("preservation-run", result.to_record())
-        return result
-
-    def run_item(
-        self, name: str, peers: Mapping[str, Callable[[], FindingResult]]
-    ) -> FindingResult:
-        if self._items is None:
-            from pytest_critic22.plugin.itembatch import ItemBatch
-
-            # --critic22-rerun-mode=process: every run a child of its own, no fork-server
-            forked = self._run_sessions if self.opts.rerun_mode != "process" else None
-            self._items = ItemBatch(
-                self.trees.scratch / "results", self._run_child, usable_cpus(), forked
-            )
-        return self._items.result(name, peers)
-
-    def _run_sessions(
-        self, tree: Path, requests: Sequence[RunRequest], booted: bool
-    ) -> list[tuple[RunResult, list[Case]] | None]:
-        from pytest_critic22.verification.procedures import run_sessions
-
-        return run_sessions(self._ctx("batch"), tree, requests, booted)
-
-    def _run_child(
-        self, tree: Path, nodeids: Sequence[str], attempts: int, merged: int
-    ) -> tuple[RunResult, list[Case]]:
-        from pytest_critic22.verification.procedures import run_child
-
-        return run_child(self._ctx("batch"), tree, nodeids, attempts, merged)
-
-    def _ctx(self, label: str) -> ExecutionContext:
-        """The run's execution context, its progress lines labelled with the item's id."""
-        from pytest_critic22.execution.progress import labelled
-
-        if self._context is None:
-            from pytest_critic22.verification.procedures import ExecutionContext
-
-            review = self.review
-            if review is None:
-                raise RuntimeError("critic22: an item ran before the review was built")
-            self._context = ExecutionContext(
-                patch=review.patch,
-                trees=self.trees,
-                timeout=self.opts.timeout,
-                reruns=self.opts.reruns,
-                slots=usable_cpus(),
-                slot_dir=self.trees.slots,
-                sandbox=self.sandbox,
-                scratch=self.trees.scratch,
-                test_dir=review.test_dir,
-                pythonpath=self.opts.pythonpath,
-                acceptance=review.acceptance,
-                obligation_tests=review.obligation_tests,
-                harness=review.harness_changed,
-                checks=self.checks,
-                progress=self._progress_sink(),
-                rerun_mode=self.opts.rerun_mode,
-            )
-        batch = self._items.batcher if self._items is not None else None
-        return replace(self._context, progress=labelled(self._context.progress, label), batch=batch)
 
     def _progress_sink(self) -> Callable[[str], None] | None:
         """Where this process's items say their steps: the controller's display, or (on an
@@ -434,11 +333,31 @@ class Critic22Plugin:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """The gate, first of every session-finish hook: its verdict's error item must reach
         the terminal's counts, --junitxml and the cache like any other report."""
-        from pytest_critic22.pipeline.gate import apply_gate
+        from pytest_critic22.pipeline.gate import (
+            decide_disposition,
+            disposition_record,
+            settle_exit_status,
+        )
 
         if self.is_worker or self.review is None:
             return
-        self.disposition = apply_gate(self, session, exitstatus)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(
+            self.stopped or session.shouldfail or session.shouldstop
+        )
+        disposition, notes = decide_disposition(
+            self.review, self.results, self.reported, exitstatus=exitstatus, interrupted=interrupted
+        )
+        self.notes.extend(notes)
+        if self.built_trees:  # --collect-only reviews nothing: it leaves no ledger event
+            self.ledger.append("disposition", disposition_record(disposition))
+        settle_exit_status(
+            session,
+            self.review,
+            disposition,
+            allow_incomplete=self.opts.allow_incomplete,
+            only=self.opts.only,
+        )
+        self.disposition = disposition
         run = RunInfo(
             run_id=self.ledger.run_id,
             ledger=str(self.ledger.path),

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from pytest_critic22.apps.loop import state
-from pytest_critic22.apps.loop.driver import LoopError, LoopResult, run_loop
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.driver import run_loop
+from pytest_critic22.apps.loop.options import LoopError, LoopOptions, LoopResult
 from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
 from pytest_critic22.execution.git import git
 from pytest_critic22.execution.trees import trees_root

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_critic22.apps.loop import state
 from pytest_critic22.apps.loop.driver import run_loop
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.apps.loop.render import AUTO_REVIEW_HTML
 from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
 from pytest_critic22.execution.sandbox import FALLBACK_WARNING, RLIMITS_LIMITS

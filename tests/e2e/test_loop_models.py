@@ -19,7 +19,7 @@ import pytest
 
 from pytest_critic22.apps.loop import state
 from pytest_critic22.apps.loop.driver import run_loop
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
 from tests.fake_llm import fake_llm
 

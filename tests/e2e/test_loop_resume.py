@@ -11,7 +11,7 @@ import pytest
 
 from pytest_critic22.apps.loop import state
 from pytest_critic22.apps.loop.driver import run_loop
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.execution.git import git
 from tests.integration.test_loop_resume import (
     CASE,

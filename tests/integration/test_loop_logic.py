@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_critic22.apps.loop.compose import ComposeError, candidate_sources, compose
-from pytest_critic22.apps.loop.model import ItemResult, LoopOptions
+from pytest_critic22.apps.loop.model import ItemResult
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.execution.git import git, head_commit
 from tests.helpers import diff_of
 from tests.unit.test_loop_logic import item

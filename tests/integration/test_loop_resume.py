@@ -11,7 +11,8 @@ import pytest
 
 from pytest_critic22.apps.loop import state
 from pytest_critic22.apps.loop.driver import run_loop
-from pytest_critic22.apps.loop.model import LoopOptions, RoundRecord
+from pytest_critic22.apps.loop.model import RoundRecord
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.apps.samples import SAMPLES_DIR, materialize
 
 CASE = SAMPLES_DIR / "textstats" / "loops" / "repair-then-acquit"

@@ -80,7 +80,11 @@ def import_graph() -> dict[str, set[str]]:
                     module = ".".join([*base, node.module] if node.module else base)
                 else:
                     module = node.module or ""
-                targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
+                # ``from pkg import submodule`` imports the submodule (its parent package
+                # runs first, as for ``import pkg.submodule``: a parent is never an edge).
+                names = [f"{module}.{alias.name}" for alias in node.names]
+                submodules = [n for n in names if n in modules]
+                targets = submodules + ([module] if len(submodules) < len(names) else [])
             for target in targets:
                 if target in modules and target != name:
                     graph[name].add(target)

@@ -12,7 +12,8 @@ import pytest
 from pytest_critic22.apps.loop.asking import debate_messages, hunks_only, parse_fix, parse_ruling
 from pytest_critic22.apps.loop.independence import family
 from pytest_critic22.apps.loop.independence import independence as _independence
-from pytest_critic22.apps.loop.model import ItemResult, LoopOptions, RoundRecord
+from pytest_critic22.apps.loop.model import ItemResult, RoundRecord
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.apps.loop.rounds import decisive_output, items_of, scar_entries, split_test
 from pytest_critic22.apps.loop.verdict import is_positive, score_of, verdict_of
 from pytest_critic22.apps.samples import SAMPLES_DIR

@@ -120,9 +120,9 @@ def _forwarded(parser: argparse.ArgumentParser, rest: Sequence[str]) -> tuple[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_critic22.apps.loop.driver import LoopError, run_loop
+    from pytest_critic22.apps.loop.driver import run_loop
     from pytest_critic22.apps.loop.interrupt import LoopInterrupted
-    from pytest_critic22.apps.loop.model import LoopOptions
+    from pytest_critic22.apps.loop.options import LoopError, LoopOptions
     from pytest_critic22.state.folder import StateLinkError
 
     parser = build_parser()

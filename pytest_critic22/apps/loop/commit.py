@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_critic22.apps.loop import journal, state
-from pytest_critic22.apps.loop.model import LoopOptions, RoundRecord
+from pytest_critic22.apps.loop.model import RoundRecord
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.state.folder import write_file
 
 __all__ = ["Run", "agent_id", "commit_round", "ledger_of", "now", "write_state"]

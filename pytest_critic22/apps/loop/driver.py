@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +28,8 @@ from pytest_critic22.apps.loop.commit import (
 )
 from pytest_critic22.apps.loop.independence import independence
 from pytest_critic22.apps.loop.interrupt import save_interrupted
-from pytest_critic22.apps.loop.model import Fix, ItemResult, LoopOptions, RoundRecord
+from pytest_critic22.apps.loop.model import Fix, ItemResult, RoundRecord
+from pytest_critic22.apps.loop.options import LoopError, LoopOptions, LoopResult
 from pytest_critic22.apps.loop.rounds import (
     blockers,
     earlier_repairs,
@@ -40,35 +41,9 @@ from pytest_critic22.apps.loop.steps import Reviewer, RunSpec, critic_raw
 from pytest_critic22.apps.loop.verdict import BLOCKED, is_positive, score_of, verdict_of
 from pytest_critic22.state.folder import make_folder, remove_folder, write_file
 
-__all__ = [
-    "DIFFICULTIES",
-    "LoopError",
-    "LoopResult",
-    "loop",
-    "run_loop",
-]
+__all__ = ["DIFFICULTIES", "run_loop"]
 
 DIFFICULTIES = ("medium", "hard", "nightmare")
-
-
-class LoopError(ValueError):
-    """A usage problem: one line, said before any review runs."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoopResult:
-    run_id: str
-    status: str  # acquitted | max-rounds | no-fix | blocked | stopped
-    verdict: str
-    score: int
-    rounds: tuple[RoundRecord, ...]
-    stage: Path
-    final_diff: Path | None
-    messages: tuple[str, ...] = ()
-
-    @property
-    def acquitted(self) -> bool:
-        return self.status == "acquitted"
 
 
 def check(opts: LoopOptions, stdin: TextIO) -> None:
@@ -217,23 +192,6 @@ def _committed_acquittal(run: Run, number: int) -> RoundRecord | None:
         return None
     record = RoundRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
     return record if record.positive and record.status == "acquitted" else None
-
-
-def loop(
-    patch: str | Path,
-    *,
-    repo: str | Path = ".",
-    stdin: TextIO | None = None,
-    out: TextIO | None = None,
-    **options: Any,
-) -> LoopResult:
-    """``pytest_critic22.loop(patch, repo=..., findings_dir=..., max_rounds=..., ...)``: the
-    review loop from Python (the fields of :class:`LoopOptions` as keywords); a typed
-    :class:`LoopResult`. Usage problems raise :class:`LoopError`."""
-    here = Path(repo).resolve()
-    path = Path(patch)
-    opts = LoopOptions(repo=here, patch=path if path.is_absolute() else here / path, **options)
-    return run_loop(opts, stdin=stdin, out=out)
 
 
 def _load_records(run: Run, first: int) -> list[RoundRecord]:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_critic22.apps.loop.model import Fix, ItemResult, LoopOptions, Origin
+from pytest_critic22.apps.loop.model import Fix, ItemResult, Origin
+from pytest_critic22.apps.loop.options import LoopOptions
 from pytest_critic22.apps.loop.rounds import decisive_output, find, split_test
 from pytest_critic22.apps.loop.steps import Reviewer, item_test, verify_fixes
 

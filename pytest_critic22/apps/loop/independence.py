@@ -3,7 +3,7 @@ the loop's fixer? A same-family acquittal is provisional; only cross-family is a
 
 from __future__ import annotations
 
-from pytest_critic22.apps.loop.model import LoopOptions
+from pytest_critic22.apps.loop.options import LoopOptions
 
 __all__ = ["family", "independence"]
 

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
-    "MAX_ROUNDS",
     "DebateTurn",
     "Fix",
     "ItemResult",
-    "LoopOptions",
     "RoundRecord",
 ]
-
-MAX_ROUNDS = 4
 
 
 #: Where a fix came from.
@@ -208,23 +203,3 @@ class RoundRecord:
             notes=tuple(str(n) for n in data.get("notes", [])),
             extra=dict(data.get("extra", {})),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class LoopOptions:
-    repo: Path
-    patch: Path
-    max_rounds: int = MAX_ROUNDS
-    checkpoint: bool = False
-    difficulty: str = "medium"
-    findings_dir: Path | None = None  # round-1.json, round-2.json, ... (a recorded critic)
-    model: str | None = None
-    api_base: str | None = None
-    second_model: str | None = None  # nightmare (default: the model)
-    fixer_model: str | None = None
-    author_model: str | None = None
-    base: str = "HEAD"
-    engage: str | None = None  # default: always (a loop exists to ask its critic)
-    plugin_args: tuple[str, ...] = ()
-    timeout: float = 1800.0  # one review
-    env: Mapping[str, str] | None = None
