@@ -204,7 +204,9 @@ def _demo_status(case: Path, report: Path, pytest_code: int) -> int:
     if not report.is_file():
         print(f"critic22 demo: the review did not run (pytest exit status {pytest_code})")
         return pytest_code or 1
-    verdict = json.loads(report.read_text())["disposition"]["verdict"]
+    from pytest_critic22.report.document import ReviewReport
+
+    verdict = ReviewReport.read(report).verdict or "none"
     expected_file = case / "expected.json"
     expected = json.loads(expected_file.read_text())["verdict"] if expected_file.is_file() else None
     if expected is not None and verdict != expected:

@@ -40,7 +40,7 @@ __all__ = [
     "TreeSet",
     "TreeSetupError",
     "Variant",
-    "prune_orphans",
+    "prune_deleted_repositories",
     "prune_stale",
     "trees_root",
     "write_in_tree",
@@ -130,7 +130,7 @@ class TreeSet:
 
     def claim(self) -> None:
         """Mark the run's folder as owned by this (controller) process, and the repository's
-        folder with the repository's path (see :func:`prune_orphans`)."""
+        folder with the repository's path (see :func:`prune_deleted_repositories`)."""
         make_folder(self.root)
         (self.root / OWNER).write_text(json.dumps(identity(os.getpid())))
         named = self.root.parent / _REPOSITORY
@@ -444,7 +444,7 @@ def _remove_run(repo: Path, run: Path, pool: WarmPool) -> list[str]:
     return removed
 
 
-def prune_orphans() -> list[str]:
+def prune_deleted_repositories() -> list[str]:
     """Remove the trees folders (only this user's, naming their repository) of deleted
     repositories, which no :func:`prune_stale` will come for: when no run's owner is alive
     and nothing changed for an hour (an owner in another PID namespace looks dead here)."""

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pytest_critic22.pipeline.services import Services
     from pytest_critic22.state.ledger import Ledger
 
-__all__ = ["Evidence", "decide_engage", "gather_evidence", "group_by_file", "test_dir_for"]
+__all__ = ["Evidence", "engage_decision", "gather_evidence", "group_by_file", "test_dir_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,7 @@ def gather_evidence(
     )
 
 
-def decide_engage(opts: ReviewOptions, evidence: Evidence, ledger: Ledger) -> EngageDecision:
+def engage_decision(opts: ReviewOptions, evidence: Evidence, ledger: Ledger) -> EngageDecision:
     from pytest_critic22.critic.engage import decide_engage as decide
 
     decision = decide(

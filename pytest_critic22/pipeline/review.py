@@ -274,15 +274,15 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
     Raises :class:`InputError` for what the user must fix (the patch does not apply);
     everything else that fails is recorded in the review's notes or problems.
     """
-    from pytest_critic22.execution.trees import prune_orphans, prune_stale
-    from pytest_critic22.pipeline.evidence import Evidence, decide_engage, gather_evidence
+    from pytest_critic22.execution.trees import prune_deleted_repositories, prune_stale
+    from pytest_critic22.pipeline.evidence import Evidence, engage_decision, gather_evidence
 
     review = Review(inputs.patch_path, inputs.patch, inputs.packet, inputs.stripped, base)
     notes: list[str] = [svc.sandbox.note] if svc.sandbox.note else []
     if not svc.sandbox.isolated:
         notes.append(RLIMITS_LIMITS)
     stale = prune_stale(svc.repo, keep=svc.ledger.run_id)
-    prune_orphans()  # folders a killed run left for a repository deleted since
+    prune_deleted_repositories()  # folders a killed run left for a repository deleted since
     if stale:
         notes.append(f"removed {len(stale)} stale worktree(s) of a crashed run")
     svc.trees.claim()
@@ -330,7 +330,7 @@ def build_review(opts: ReviewOptions, inputs: Inputs, base: str, svc: Services) 
         notes.append(f"the patch changes the test harness ({changed}): see preservation")
     engage: Mapping[str, Any] = {}
     if source == "model" and opts.engage == "auto":
-        decision = decide_engage(opts, evidence, svc.ledger)
+        decision = engage_decision(opts, evidence, svc.ledger)
         engage = decision.to_dict()
         if not decision.engage:
             source, why = "declined", decision.reason

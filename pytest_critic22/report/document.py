@@ -6,8 +6,10 @@ and the ``critic22`` command read a report through it. Values and parsing only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -171,6 +173,12 @@ class ReviewReport:
             error=error,
             inputs=dict(inputs or {}),
         )
+
+    @classmethod
+    def read(cls, path: Path) -> ReviewReport:
+        """The typed report of the JSON report file at ``path`` (``--critic22-report``)."""
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return cls.from_json(raw if isinstance(raw, Mapping) else None)
 
     @property
     def report(self) -> dict[str, Any] | None:

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "KNOWN",
@@ -37,6 +39,7 @@ __all__ = [
     "read_file",
     "remove_folder",
     "write_file",
+    "write_json",
 ]
 
 STATE_DIR = ".critic22"
@@ -202,3 +205,8 @@ def write_file(path: Path, data: str | bytes, *, sync: bool = False) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, record: Mapping[str, Any]) -> None:
+    """``record`` as JSON (keys sorted) at ``path``, atomically, as :func:`write_file`."""
+    write_file(path, json.dumps(record, sort_keys=True))

@@ -28,7 +28,7 @@ from pytest_critic22.execution.trees import (
     TreeSet,
     TreeSetup,
     Variant,
-    prune_orphans,
+    prune_deleted_repositories,
     prune_stale,
     trees_root,
     write_in_tree,
@@ -334,13 +334,13 @@ def test_a_killed_runs_folder_goes_once_its_repository_is_deleted(tmp_path: Path
     try:
         shutil.rmtree(repos["deleted"].path)
         shutil.rmtree(repos["running"].path)  # deleted under a run that is still alive
-        prune_orphans()
+        prune_deleted_repositories()
         assert roots["deleted"].is_dir()  # changed within the hour: an owner elsewhere may live
         an_hour_ago = time.time() - 3601
         for name in ("deleted", "running"):
             for path in [roots[name], *roots[name].iterdir()]:
                 os.utime(path, (an_hour_ago, an_hour_ago), follow_symlinks=False)
-        prune_orphans()  # (another worker's review may prune it first: the same end)
+        prune_deleted_repositories()  # (another worker's review may prune it first: the same end)
         assert not roots["deleted"].exists()
         # A repository that exists prunes its own (prune_stale); a live run keeps its folder.
         assert roots["kept"].is_dir() and roots["running"].is_dir()

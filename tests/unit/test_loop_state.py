@@ -22,7 +22,7 @@ from pytest_critic22.apps.loop.state import (
     StateError,
     decide_start,
     iso_z,
-    new_run_id,
+    new_loop_id,
     parse_time,
     read_state,
     start,
@@ -36,7 +36,7 @@ OLD_ID = "run_20261129_0badc0de"
 def _ids(*tokens: str) -> Callable[[], str]:
     """A make_id that hands out predictable ids, one per call."""
     it: Iterator[str] = iter(tokens)
-    return lambda: new_run_id(NOW, next(it))
+    return lambda: new_loop_id(NOW, next(it))
 
 
 def _state(**over: Any) -> dict[str, Any]:
@@ -75,12 +75,12 @@ def stage(tmp_path: Path) -> Path:
 
 
 def test_run_ids_have_the_seed_form() -> None:
-    assert new_run_id(NOW, "a1b2c3d4") == "run_20261130_a1b2c3d4"
-    made = new_run_id(NOW)
-    assert RUN_ID.match(made) and made != new_run_id(NOW)
+    assert new_loop_id(NOW, "a1b2c3d4") == "run_20261130_a1b2c3d4"
+    made = new_loop_id(NOW)
+    assert RUN_ID.match(made) and made != new_loop_id(NOW)
     assert not RUN_ID.match("run_20261130_A1B2C3D4") and not RUN_ID.match(OLD_ID + "x")
     with pytest.raises(ValueError, match="8 lowercase hex"):
-        new_run_id(NOW, "xyz")
+        new_loop_id(NOW, "xyz")
 
 
 def test_times_are_written_with_z_and_read_in_every_form() -> None:
@@ -266,7 +266,7 @@ def test_two_runs_leave_two_lines_and_the_file_only_grows(stage: Path) -> None:
     """Seed receipt test 4."""
     path = stage / ACQUITTAL_LOG
     log = AcquittalLog(path)
-    first_id, second_id = _ids("00000013", "00000014")(), new_run_id(NOW, "00000015")
+    first_id, second_id = _ids("00000013", "00000014")(), new_loop_id(NOW, "00000015")
     log.append(_receipt(first_id, 2))
     first = path.read_bytes()
     log.append(_receipt(second_id, 1))

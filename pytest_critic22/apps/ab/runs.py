@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_critic22.apps.ab.population import Case, CriticChoice
 from pytest_critic22.execution.child_files import prune_orphans
+from pytest_critic22.state.folder import write_json
 
 #: Bump when the cached records change shape.
 CACHE_SCHEMA = 1
@@ -149,7 +150,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         elapsed=round(time.monotonic() - started, 3),
     )
     if not record.get("error"):
-        write_atomic(unit.cache_file, record)
+        write_json(unit.cache_file, record)
     return record
 
 
@@ -251,14 +252,6 @@ def _remove_scratch(scratch: Path, repo: Path) -> None:
     with contextlib.suppress(OSError):
         shutil.rmtree(trees_root(repo), ignore_errors=True)
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def write_atomic(path: Path, record: Mapping[str, Any]) -> None:
-    """``record`` as JSON at ``path``: a reader sees all of it or the old file; no link
-    followed inside ``.critic22/`` (the default caches are there)."""
-    from pytest_critic22.state.folder import write_file
-
-    write_file(path, json.dumps(record, sort_keys=True))
 
 
 # -- cache keys --------------------------------------------------------------------------------

@@ -175,7 +175,7 @@ def _resume(run: Run, begun: state.Start) -> int:
     digest = run.records[0].extra.get("patch_sha256") if run.records else None
     if digest and digest != _patch_digest(run.opts.patch):
         run.say(f"The interrupted run {run.run_id} reviewed another patch; starting fresh.")
-        run.run_id = state.new_run_id(state.utc_now())
+        run.run_id = state.new_loop_id(state.utc_now())
         run.records = []
         return 1
     return begun.round

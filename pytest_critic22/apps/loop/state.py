@@ -49,7 +49,7 @@ __all__ = [
     "decide_start",
     "iso_z",
     "link_problem",
-    "new_run_id",
+    "new_loop_id",
     "parse_time",
     "read_state",
     "start",
@@ -113,7 +113,7 @@ def parse_time(text: object) -> datetime | None:
         return None
 
 
-def new_run_id(now: datetime, token: str | None = None) -> str:
+def new_loop_id(now: datetime, token: str | None = None) -> str:
     """``run_<YYYYMMDD>_<8 hex>``: the date says when, the random part makes it unique."""
     token = secrets.token_hex(4) if token is None else token
     if not _TOKEN.match(token):
@@ -290,7 +290,7 @@ def start(
     """Read the state (``stage`` first, the legacy repository-root file second), decide, and
     delete a stale file so it cannot be resumed later by mistake."""
     when = utc_now() if now is None else now
-    ids = make_id if make_id is not None else (lambda: new_run_id(when))
+    ids = make_id if make_id is not None else (lambda: new_loop_id(when))
     path = stage / STATE_FILE
     if not os.path.lexists(path):
         legacy = stage.parent.parent / STATE_FILE

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_critic22.apps.ab.runs import write_atomic
 from pytest_critic22.apps.mine.probe import Job, probe_commit
 from pytest_critic22.apps.mine.select import (
     Candidate,
@@ -40,8 +39,9 @@ from pytest_critic22.apps.mine.select import (
 from pytest_critic22.execution import child_files as childfiles
 from pytest_critic22.execution.git import changed_paths, commit_log, git, worktree_remove
 from pytest_critic22.execution.sandbox import Sandbox
+from pytest_critic22.state.folder import write_json
 
-__all__ = ["SCRATCH_PREFIX", "MineRun", "mine", "prune_orphans"]
+__all__ = ["SCRATCH_PREFIX", "MineRun", "mine", "prune_dead_runs"]
 
 #: A mining run's scratch folder: critic22-mine-<pid>-<random>, pruned once the PID is dead.
 SCRATCH_PREFIX = "critic22-mine-"
@@ -101,7 +101,7 @@ class Progress:
             self.stream.flush()
 
 
-def prune_orphans(repo: Path) -> None:
+def prune_dead_runs(repo: Path) -> None:
     """Remove the scratch folders (and worktrees) of mining runs whose process is gone."""
 
     def remove_worktrees(folder: Path) -> None:
@@ -182,7 +182,7 @@ def mine(
     commits = commit_log(repo, since=since)
     passed = first_pass(repo, commits, settings)
     meter = Progress(progress, len(passed))
-    prune_orphans(repo)
+    prune_dead_runs(repo)
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     results: dict[int, dict[str, Any]] = {}
     cached = 0
@@ -210,9 +210,7 @@ def mine(
         def finished(index: int, record: dict[str, Any], *, from_cache: bool) -> None:
             results[index] = record
             if not from_cache and record["status"] != "error":
-                write_atomic(
-                    cache_file(cache_dir, jobs_by_index[index].candidate, settings), record
-                )
+                write_json(cache_file(cache_dir, jobs_by_index[index].candidate, settings), record)
             meter.advance(kept=record["status"] == "kept")
 
         order = sorted(jobs_by_index)
