@@ -341,7 +341,7 @@ def _no_sockets() -> bool:
 
 def _sockets_listed() -> bool:
     """The namespace's own count of sockets first (Linux 4.16 on; a host-wide one before, never
-    0 on a running host): each read of /proc/net/tcp walks the whole host's table, ~4 ms."""
+    0 on a running host): each read of /proc/net/tcp walks the whole host's table."""
     with contextlib.suppress(OSError, ValueError), open("/proc/net/sockstat", "rb") as handle:
         if handle.readline().split()[:3] == [b"sockets:", b"used", b"0"]:
             return False

@@ -151,7 +151,7 @@ def outside(now: list[Any], then: list[Any], folders: Sequence[str]) -> bool:
 def _warm() -> None:
     """What every session would otherwise do for itself, done once: ``inspect``'s table of
     which file is which module, which a session's first failure report builds from every
-    module loaded (about 12 ms a session here; a fork adds only the modules it imports). The
+    module loaded (a fork adds only the modules it imports). The
     table only caches what each module's ``__file__`` says: a session finds what it would
     have built itself."""
     import inspect

@@ -79,7 +79,7 @@ def make_folder(path: str | os.PathLike[str]) -> None:
     """``mkdir -p`` that a concurrent removal cannot fail: a folder shared by runs (the
     repository's trees folder) is removed by the last run to leave, and ``exist_ok`` checks
     that the path is a folder only after ``mkdir`` found it there, so a removal in between
-    raised FileExistsError (CI, 2026-12-03), and one between two of ``-p``'s mkdirs
+    raised FileExistsError, and one between two of ``-p``'s mkdirs
     FileNotFoundError. Both are tried again; a path that is a file stays an error."""
     for _ in range(_MAKE_TRIES):
         try:

@@ -1,7 +1,7 @@
 """Which installed pytest plugins a child pytest leaves out, so it starts fast.
 
 A child pytest autoloads every installed ``pytest11`` plugin, and some cost more than the
-tests it runs (hypothesis' plugin imports hypothesis: about 1.7 s per child here). The rule:
+tests it runs (hypothesis' plugin imports all of hypothesis in every child). The rule:
 a plugin is blocked (``-p no:NAME``) unless the project could need it, and a plugin counts
 as needed when one of its names — entry point, top-level module, distribution, distribution
 without its ``pytest-`` prefix — appears as a word in the project's pytest configuration

@@ -1,4 +1,4 @@
-"""Warm trees: worktrees kept between runs and reset, rather than built anew (issue 15, 4).
+"""Warm trees: worktrees kept between runs and reset, rather than built anew.
 
 ``git worktree add`` writes every file of the repository (seconds on a big one); a tree kept
 from an earlier run is brought to the base commit by a git-level reset that rewrites only

@@ -29,7 +29,7 @@ _FROZE = pytest.StashKey[bool]()
 _ONLY = pytest.StashKey[bool]()
 #: Plugins whose terminal summary, in a run that never imported their library, reports
 #: nothing yet imports it (plugin name -> library). hypothesis' imports all of hypothesis
-#: (``hypothesis.internal.observability``), about 0.16 s at the end of every run.
+#: (``hypothesis.internal.observability``) at the end of every run.
 IDLE_SUMMARIES = {"hypothesispytest": "hypothesis"}
 _FREEZE_AT_EXIT: list[bool] = []  # atexit.register(gc.freeze) done in this process
 
@@ -235,7 +235,7 @@ def _freeze(config: pytest.Config) -> None:
     """With ``--critic22-only`` no test of the user's runs in this process: what pytest, the
     plugins and the review made lives to the end, so neither pytest's first full collection
     at the end (its unconfigure's, for unraisable exceptions) nor the interpreter's at exit
-    need walk it again (about 0.1 s of a one-finding run; about 0.3 s more once litellm is
+    need walk it again (a noticeable part of a one-finding run, more once litellm is
     imported). Frozen here and again at session finish, for what the session made (the
     review's imports among it). Given back when pytest unconfigures, before its cleanups'
     collection, so a process that runs pytest in-process collects as before, and frozen

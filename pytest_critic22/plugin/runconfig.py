@@ -120,7 +120,7 @@ _PROBE = pytest.StashKey[threading.Event]()
 def start_probe(config: pytest.Config) -> threading.Event | None:
     """Begin the bubblewrap probe (``sandbox.probe_bwrap``, once per process) in a thread, on
     the controller when the sandbox may be bubblewrap: its child, a Python started in the
-    sandbox, takes about 0.1 s of waiting, which the controller spends reading the rest of
+    sandbox, is mostly waiting, which the controller spends reading the rest of
     its configuration. Returns what :func:`end_probe` waits for; :func:`resolve_sandbox`
     waits for it too, then finds the answer cached (a probe that raised is not: that call
     probes again, and raises in its place), never probing beside it."""
