@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import pytest_critic22
 
 PACKAGE = Path(pytest_critic22.__file__).parent
@@ -209,3 +211,14 @@ def test_the_extension_surface_exports_what_it_names() -> None:
     assert all(hasattr(extend, name) for name in extend.__all__)
     defined = {n for n in vars(extend) if n[0] not in "_@" and n != "annotations"}
     assert defined == set(extend.__all__)
+
+
+def test_a_unit_test_cannot_start_a_process() -> None:
+    """The unit tier's rule holds by construction (tests/unit/conftest.py), not by care."""
+    import os
+    import subprocess
+
+    with pytest.raises(AssertionError, match="move it to tests/integration"):
+        subprocess.run(["true"], check=False)
+    with pytest.raises(AssertionError, match="move it to tests/integration"):
+        os.fork()
