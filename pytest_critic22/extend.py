@@ -14,7 +14,7 @@ from pytest_critic22.critic.call import Completion, CriticSettings
 from pytest_critic22.execution.trees import TreeError, TreeSet, Variant
 from pytest_critic22.kinds import KindRegistry
 from pytest_critic22.model.patch import ParsedPatch
-from pytest_critic22.model.procedure import FindingLike, NotExecutable, Procedure, Route
+from pytest_critic22.model.procedure import Args, FindingLike, NotExecutable, Procedure, Route
 from pytest_critic22.model.results import Disposition, Outcome, RunResult
 from pytest_critic22.pipeline.review import Review, RunInfo
 from pytest_critic22.verification.procedures import (
@@ -27,6 +27,7 @@ from pytest_critic22.verification.procedures import (
 )
 
 __all__ = [
+    "Args",
     "Check",
     "CheckRegistry",
     "Completion",

@@ -132,6 +132,7 @@ def read_scar(value: str | None, base: Path) -> tuple[ScarEntry, ...]:
     if not isinstance(data, list):
         raise InputError(f"{option}: {value}: expected a JSON list of objects")
     from pytest_critic22.kinds.test import KIND as TEST
+    from pytest_critic22.kinds.test import TestData
     from pytest_critic22.model.procedure import NotExecutable
 
     out: list[ScarEntry] = []
@@ -145,7 +146,7 @@ def read_scar(value: str | None, base: Path) -> tuple[ScarEntry, ...]:
         parsed = TEST.parse(item["test"])
         if isinstance(parsed, NotExecutable):
             raise InputError(f"{option}: {value}: entry {number}: {parsed.reason}")
-        out.append(ScarEntry(item["id"], item["claim"], parsed.source))
+        out.append(ScarEntry(item["id"], item["claim"], parsed.payload(TestData).source))
     return tuple(out)
 
 

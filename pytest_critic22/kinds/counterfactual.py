@@ -8,19 +8,20 @@ Run like ``test:`` (patched, then the counterfactual tree), without writing any 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_critic22.execution.trees import TreeError, Variant
 from pytest_critic22.kinds.test import execute_on_trees
 from pytest_critic22.model.nodeids import check_in_tree, check_nodeid, split_nodeids
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NodeIds, NotExecutable, Procedure
 from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
     from pytest_critic22.model.procedure import FindingLike
     from pytest_critic22.verification.procedures import ExecutionContext, FindingResult
 
-__all__ = ["KIND", "CounterfactualKind", "nodeids_in_tree"]
+__all__ = ["KIND", "CounterfactualKind", "NodeIds", "nodeids_in_tree"]
 
 GRAMMAR = """\
   counterfactual:  NODEID [NODEID ...]  existing tests of the repository that the patch breaks.
@@ -41,10 +42,10 @@ class CounterfactualKind:
             problem = check_nodeid(nodeid)
             if problem:
                 return NotExecutable(f"counterfactual: {problem}", "counterfactual")
-        return Procedure(kind="counterfactual", nodeids=nodeids)
+        return Procedure("counterfactual", NodeIds(nodeids))
 
     def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
-        return nodeids_in_tree(procedure, scope)
+        return nodeids_in_tree(procedure.kind, procedure.payload(NodeIds).nodeids, scope)
 
     def execute(
         self,
@@ -57,16 +58,16 @@ class CounterfactualKind:
         return execute_on_trees(finding_id, finding, procedure, ctx)
 
 
-def nodeids_in_tree(procedure: Procedure, scope: Scope) -> str | None:
+def nodeids_in_tree(kind: str, nodeids: Sequence[str], scope: Scope) -> str | None:
     """Node ids must name test files inside the patched tree."""
     try:
         patched = scope.trees.get(Variant.patched(scope.patch))
     except TreeError:
         return None  # the item will say the tree cannot be built
-    for nodeid in procedure.nodeids:
+    for nodeid in nodeids:
         problem = check_in_tree(nodeid, patched)
         if problem:
-            return f"{procedure.kind}: {problem}"
+            return f"{kind}: {problem}"
     return None
 
 

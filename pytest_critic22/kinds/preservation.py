@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.execution.trees import TreeError, Variant
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NodeIds, NotExecutable, Procedure
 from pytest_critic22.model.results import Outcome
 from pytest_critic22.verification.procedures import (
     ExecutionContext,
@@ -47,7 +47,7 @@ class PreservationKind:
         procedure: Procedure,
         ctx: ExecutionContext,
     ) -> FindingResult:
-        return execute_preservation(finding_id, procedure.nodeids, ctx)
+        return execute_preservation(finding_id, procedure.payload(NodeIds).nodeids, ctx)
 
 
 KIND = PreservationKind()

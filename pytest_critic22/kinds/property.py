@@ -33,7 +33,7 @@ from pytest_critic22.kinds.property_script import (
     MAX_EXAMPLES,
     NAME,
 )
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NotExecutable, Procedure, PropertyData
 from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "GRAMMAR",
     "KIND",
     "RELATIONS",
+    "PropertyData",
     "PropertyKind",
     "Spec",
     "parse",
@@ -83,9 +84,10 @@ STRATEGIES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """A property procedure's content. In the :class:`Procedure` it travels as ``args`` =
-    (target, relation[, inverse]) and ``source`` = one ``NAME=STRATEGY`` line per parameter,
-    and is checked again when read back (a procedure may come from a record)."""
+    """A property procedure's content. In the :class:`Procedure` it travels as
+    :class:`PropertyData`: ``args`` = (target, relation[, inverse]) and ``given`` = one
+    ``NAME=STRATEGY`` line per parameter, and is checked again when read back (a procedure
+    may come from a record)."""
 
     target: str
     relation: str = "equivalent"
@@ -94,8 +96,8 @@ class Spec:
 
     def procedure(self) -> Procedure:
         args = (self.target, self.relation, *([self.inverse] if self.inverse else []))
-        source = "".join(f"{name}={strategy}\n" for name, strategy in self.given)
-        return Procedure(kind=NAME, args=args, source=source)
+        given = "".join(f"{name}={strategy}\n" for name, strategy in self.given)
+        return Procedure(NAME, PropertyData(args, given))
 
     @property
     def relation_text(self) -> str:
@@ -103,8 +105,9 @@ class Spec:
 
     @staticmethod
     def of(procedure: Procedure) -> Spec | NotExecutable:
-        head = " ".join(procedure.args)
-        lines = [f"given: {line}" for line in procedure.source.splitlines() if line.strip()]
+        data = procedure.payload(PropertyData)
+        head = " ".join(data.args)
+        lines = [f"given: {line}" for line in data.given.splitlines() if line.strip()]
         return parse_spec("\n".join([head, *lines]))
 
 

@@ -9,11 +9,10 @@ failure was the patch's.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pytest_critic22.execution.trees import TreeError, Variant
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NotExecutable, Procedure, TestData
 from pytest_critic22.model.results import Outcome
 from pytest_critic22.verification.decide import confirm_failure
 from pytest_critic22.verification.procedures import (
@@ -28,7 +27,7 @@ from pytest_critic22.verification.procedures import (
 if TYPE_CHECKING:
     from pytest_critic22.model.procedure import FindingLike
 
-__all__ = ["KIND", "ScarKind"]
+__all__ = ["KIND", "ScarKind", "scar_procedure"]
 
 
 class ScarKind:
@@ -55,11 +54,17 @@ class ScarKind:
 KIND = ScarKind()
 
 
+def scar_procedure(test: str) -> Procedure:
+    """The procedure of a test verified in an earlier round: written and run as ``test:``'s."""
+    return Procedure(KIND.name, TestData(test))
+
+
 def execute_scar(finding_id: str, procedure: Procedure, ctx: ExecutionContext) -> FindingResult:
     logs: dict[str, object] = {"procedure": "scar"}
+    procedure.payload(TestData)  # a test to write: never an empty pytest command line
     try:
         patched = ctx.trees.get(Variant.patched(ctx.patch).for_critic())  # a critic's test
-        args = prepare_args(finding_id, replace(procedure, kind="test"), patched, ctx.test_dir)
+        args = prepare_args(finding_id, procedure, patched, ctx.test_dir)
     except TreeError as exc:
         outcome = Outcome("inconclusive", f"the candidate's tree: {exc}", environment=True)
         return FindingResult(finding_id, outcome, "none", logs)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.execution.runner import detect_pythonpath
 from pytest_critic22.execution.trees import TreeError, TreeSet, Variant
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NotExecutable, Procedure, StaticData
 from pytest_critic22.model.results import Outcome
 from pytest_critic22.verification.procedures import (
     ExecutionContext,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pytest_critic22.model.patch import ParsedPatch
     from pytest_critic22.model.procedure import FindingLike
 
-__all__ = ["KIND", "TYPE_ERRORS", "StaticKind", "check_lines"]
+__all__ = ["KIND", "TYPE_ERRORS", "StaticData", "StaticKind", "check_lines"]
 
 TYPE_ERRORS = "type-errors"
 _TYPE_ERRORS_HELP = "errors mypy reports on the edit's added lines that the base does not have"
@@ -65,7 +65,7 @@ class StaticKind:
         words = rest.split()
         if not words:
             return NotExecutable("static: names no check", "static")
-        return Procedure(kind="static", check=words[0], args=tuple(words[1:]))
+        return Procedure("static", StaticData(words[0], tuple(words[1:])))
 
     def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
         return static_reason(finding, procedure, scope.patch, scope.trees, scope.checks)
@@ -122,22 +122,23 @@ def static_reason(
     """Why a ``static:`` procedure cannot run on this patch (None: it can)."""
     from pytest_critic22.checks import not_executable_reason
 
-    if procedure.check == TYPE_ERRORS:
+    data = procedure.payload(StaticData)
+    if data.check == TYPE_ERRORS:
         import importlib.util
 
         if importlib.util.find_spec("mypy") is None:
             return "static: type-errors needs mypy, which is not installed"
-        return None if not procedure.args else "static: type-errors takes no arguments"
-    if registry.get(procedure.check) is None:
+        return None if not data.args else "static: type-errors takes no arguments"
+    if registry.get(data.check) is None:
         known = ", ".join(sorted([*registry.names(), TYPE_ERRORS]))
-        return f"static: unknown check {procedure.check!r} (known: {known})"
+        return f"static: unknown check {data.check!r} (known: {known})"
     try:
         base = trees.get(Variant.base())
         patched = trees.get(Variant.patched(patch))
     except TreeError as exc:
         return f"static: {exc}"
     changes, sources = static_inputs(finding, patch, base, patched)
-    reason = not_executable_reason(procedure.check, procedure.args, changes, sources, registry)
+    reason = not_executable_reason(data.check, data.args, changes, sources, registry)
     return f"static: {reason}" if reason else None
 
 
@@ -150,33 +151,34 @@ def execute_static(
 ) -> FindingResult:
     from pytest_critic22.checks import run_check
 
-    logs: dict[str, Any] = {"procedure": "static", "check": procedure.check}
+    data = procedure.payload(StaticData)
+    logs: dict[str, Any] = {"procedure": "static", "check": data.check}
     try:
         base = ctx.trees.get(Variant.base())
         patched = ctx.trees.get(Variant.patched(ctx.patch))
     except TreeError as exc:
         return FindingResult(finding_id, Outcome("inconclusive", str(exc)), "base", logs)
     changes, sources = static_inputs(finding, ctx.patch, base, patched)
-    if procedure.check == TYPE_ERRORS:
+    if data.check == TYPE_ERRORS:
         hits, error = _type_errors(ctx, changes, base, patched)
         if error:
             logs["error"] = error
             return FindingResult(finding_id, Outcome("inconclusive", error), "base", logs)
     else:
-        ctx.say(procedure.check)
+        ctx.say(data.check)
         hits = [
             f"{h.path}:{h.line}: {h.message}"
-            for h in run_check(procedure.check, procedure.args, changes, sources, registry)
+            for h in run_check(data.check, data.args, changes, sources, registry)
         ]
     logs["hits"] = hits
     if hits:
         outcome = Outcome(
             "verified",
-            f"{procedure.check} reports {len(hits)} hit(s) the located edit introduces: "
+            f"{data.check} reports {len(hits)} hit(s) the located edit introduces: "
             + "; ".join(hits[:5]),
         )
     else:
-        outcome = Outcome("refuted", f"{procedure.check} finds nothing the located edit introduces")
+        outcome = Outcome("refuted", f"{data.check} finds nothing the located edit introduces")
     return FindingResult(finding_id, outcome, "base", logs)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_critic22.execution.trees import TreeError, Variant
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NotExecutable, Procedure, TestData
 from pytest_critic22.model.results import Outcome, RunResult
 from pytest_critic22.verification.decide import confirm_failure, decide
 from pytest_critic22.verification.procedures import (
@@ -39,7 +39,7 @@ from pytest_critic22.verification.procedures import (
 if TYPE_CHECKING:
     from pytest_critic22.model.procedure import FindingLike
 
-__all__ = ["KIND", "TestKind", "execute_on_trees"]
+__all__ = ["KIND", "TestData", "TestKind", "execute_on_trees"]
 
 _REPAIR = re.compile(r"^repair:\s*$", re.MULTILINE)
 
@@ -121,7 +121,7 @@ def _parse_test(rest: str) -> Procedure | NotExecutable:
             return NotExecutable(f"test: repair is not a usable diff: {exc}", "test")
         if mended != repair:
             given, repair = repair, mended
-    return Procedure(kind="test", source=source, repair=repair, repair_given=given)
+    return Procedure("test", TestData(source, repair, given))
 
 
 def dedent_source(source: str) -> str:
@@ -142,9 +142,12 @@ def execute_on_trees(
     the outcome's reason says so: the ``test:`` and ``counterfactual:`` kinds both come here."""
     variant = counterfactual_variant(finding, procedure, ctx.patch)
     logs: dict[str, Any] = {"procedure": procedure.kind, "counterfactual_tree": variant.name}
-    if procedure.repair_given:
-        logs["repair_given"] = procedure.repair_given
-        logs["repair_applied"] = procedure.repair
+    # test: the critic's test, maybe with its repair; counterfactual: existing tests, no repair
+    test = procedure.data if isinstance(procedure.data, TestData) else None
+    repair = test.repair if test is not None else ""
+    if test is not None and test.repair_given:
+        logs["repair_given"] = test.repair_given
+        logs["repair_applied"] = repair
     # The critic's code runs in views of its own (invariant 15): what it does to them never
     # reaches the pristine trees where preservation, collection and the obligations run.
     view = variant.for_critic()
@@ -193,7 +196,7 @@ def execute_on_trees(
         outcome = decide(
             patched_runs, None, counterfactual_name=variant.name, counterfactual_error=str(exc)
         )
-        if not procedure.repair:  # a repair that does not apply is the critic's, not ours
+        if not repair:  # a repair that does not apply is the critic's, not ours
             outcome = replace(outcome, environment=True)
         return FindingResult(finding_id, outcome, variant.name, logs)
     ctx.say(f"counterfactual ({variant.name})")
@@ -226,7 +229,7 @@ def execute_on_trees(
         logs["counterfactual"] = counter.to_dict()
     acceptance = None
     obligations = None
-    judged = ctx.acceptance or (procedure.repair and ctx.obligation_tests)
+    judged = ctx.acceptance or (repair and ctx.obligation_tests)
     if judged and counter.status == "passed":
         # The project's own tests judge on the pristine tree, where the critic's test never ran.
         try:
@@ -238,7 +241,7 @@ def execute_on_trees(
             ctx.say(f"acceptance test on {variant.name}")
             acceptance = run_tests(ctx, pristine, [ctx.acceptance])
             logs["acceptance"] = acceptance.to_dict()
-        if procedure.repair and ctx.obligation_tests:
+        if repair and ctx.obligation_tests:
             ctx.say(f"obligations on {variant.name}")
             obligations = run_tests(ctx, pristine, list(ctx.obligation_tests))
             logs["obligations"] = obligations.to_dict()

@@ -21,7 +21,7 @@ from pytest_critic22.execution.runner import cpu_slot, detect_pythonpath, run_py
 from pytest_critic22.execution.trees import TreeError, Variant
 from pytest_critic22.kinds.counterfactual import nodeids_in_tree
 from pytest_critic22.model.nodeids import as_pytest_args, check_in_tree, check_nodeid, split_nodeids
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import NotExecutable, Procedure, TraceData
 from pytest_critic22.model.results import Outcome, RunResult
 from pytest_critic22.verification.decide import decisive_line
 from pytest_critic22.verification.procedures import (
@@ -37,7 +37,7 @@ from pytest_critic22.verification.procedures import (
 if TYPE_CHECKING:
     from pytest_critic22.model.procedure import FindingLike
 
-__all__ = ["KIND", "TraceKind"]
+__all__ = ["KIND", "TraceData", "TraceKind"]
 
 _REPEAT = re.compile(r"^repeat=(\d+)$")
 _TRAILING_OPTION = re.compile(r"\s(\w+=\S*)$")
@@ -59,7 +59,7 @@ class TraceKind:
         return _parse_trace(rest)
 
     def validate(self, finding: FindingLike, procedure: Procedure, scope: Scope) -> str | None:
-        return nodeids_in_tree(procedure, scope)
+        return nodeids_in_tree(procedure.kind, procedure.payload(TraceData).nodeids, scope)
 
     def execute(
         self,
@@ -96,7 +96,7 @@ def _parse_trace(rest: str) -> Procedure | NotExecutable:
         return NotExecutable(f"trace: {problem}", "trace")
     if not 1 <= repeat <= _MAX_REPEAT:
         return NotExecutable(f"trace: repeat must be 1..{_MAX_REPEAT}", "trace")
-    return Procedure(kind="trace", nodeids=(nodeid,), repeat=repeat)
+    return Procedure("trace", TraceData(nodeid, repeat))
 
 
 def execute_trace(
@@ -111,8 +111,9 @@ def execute_trace(
 
     from pytest_critic22.verification.tracediff import pick_passing, read_trace
 
+    data = procedure.payload(TraceData)
     variant = counterfactual_variant(finding, procedure, ctx.patch)
-    logs: dict[str, Any] = {"procedure": "trace", "repeat": procedure.repeat}
+    logs: dict[str, Any] = {"procedure": "trace", "repeat": data.repeat}
     try:
         patched = ctx.trees.get(Variant.patched(ctx.patch))
         counter = ctx.trees.get(variant)
@@ -120,7 +121,7 @@ def execute_trace(
         return FindingResult(finding_id, Outcome("inconclusive", str(exc)), variant.name, logs)
     files = sorted({e.path for e in located_edits(finding, ctx.patch) if e.path.endswith(".py")})
     for tree in (patched, counter):
-        problem = check_in_tree(procedure.nodeids[0], tree)
+        problem = check_in_tree(data.nodeid, tree)
         if problem:
             return FindingResult(
                 finding_id,
@@ -142,7 +143,7 @@ def execute_trace(
             with cpu_slot(ctx.slot_dir, ctx.slots):
                 result = run_pytest(
                     tree,
-                    as_pytest_args(procedure.nodeids),
+                    as_pytest_args(data.nodeids),
                     timeout=remaining,
                     pythonpath=detect_pythonpath(tree, ctx.pythonpath),
                     sandbox=ctx.sandbox,
@@ -163,7 +164,7 @@ def execute_trace(
         # counterfactual queued behind every patched replay.
         jobs = [
             (tree, label, seed)
-            for seed in range(1, procedure.repeat + 1)
+            for seed in range(1, data.repeat + 1)
             for tree, label in ((patched, "patched"), (counter, "counterfactual"))
         ]
         replayed = Counter(ctx.progress, "replays", len(jobs), f" on patched and {variant.name}")
@@ -171,7 +172,7 @@ def execute_trace(
             done = list(pool.map(lambda job: replay(*job), jobs))
         patched_runs = done[0::2]
         counter_runs = done[1::2]
-        fallback = _fallback(variant, patched_runs, counter_runs, patched, counter, procedure)
+        fallback = _fallback(variant, patched_runs, counter_runs, patched, counter, data)
         if fallback is not None:
             # The patch without the edit cannot run: the base's replays stand in for its
             # (test.py's execute_on_trees does the same), within a procedure timeout of their own.
@@ -185,12 +186,12 @@ def execute_trace(
                 why = f"{fallback.note}, but the base tree cannot be built: {exc}"
                 outcome = Outcome("inconclusive", why, environment=True)
                 return FindingResult(finding_id, outcome, variant.name, logs)
-            problem = check_in_tree(procedure.nodeids[0], counter)
+            problem = check_in_tree(data.nodeid, counter)
             if problem:
                 outcome = Outcome("inconclusive", f"refused to run: {problem}; {fallback.note}")
                 return FindingResult(finding_id, outcome, variant.name, logs)
             deadline = time.monotonic() + ctx.timeout
-            base_jobs = [(counter, "base", seed) for seed in range(1, procedure.repeat + 1)]
+            base_jobs = [(counter, "base", seed) for seed in range(1, data.repeat + 1)]
             replayed = Counter(ctx.progress, "replays", len(base_jobs), " on base")
             with ThreadPoolExecutor(max_workers=max(1, ctx.slots)) as pool:
                 counter_runs = list(pool.map(lambda job: replay(*job), base_jobs))
@@ -208,21 +209,19 @@ def execute_trace(
         if errors and not failing_seeds:
             outcome = Outcome("inconclusive", f"replays did not run: {errors[0].reason}")
         elif not failing_seeds:
-            outcome = Outcome(
-                "refuted", f"passes all {procedure.repeat} replays on the patched tree"
-            )
+            outcome = Outcome("refuted", f"passes all {data.repeat} replays on the patched tree")
         elif counter_failures:
             lines = _decisive(patched_runs, counter_runs, variant.name)
             outcome = Outcome(
                 "inconclusive",
                 f"fails on the {variant.name} tree too ({counter_failures} of "
-                f"{procedure.repeat} replays): not shown to come from the located edit{lines}",
+                f"{data.repeat} replays): not shown to come from the located edit{lines}",
             )
         elif any(r.status == "error" for r, _ in counter_runs):
             unfinished = [r for r, _ in counter_runs if r.status == "error"]
             outcome = Outcome(
                 "inconclusive",
-                f"{len(unfinished)} of {procedure.repeat} replays on the {variant.name} tree did "
+                f"{len(unfinished)} of {data.repeat} replays on the {variant.name} tree did "
                 f"not finish ({unfinished[0].reason}); raise --critic22-procedure-timeout "
                 "or lower repeat",
             )
@@ -231,10 +230,9 @@ def execute_trace(
             logs["divergence"] = evidence
             outcome = Outcome(
                 "verified",
-                f"fails {len(failing_seeds)} of {procedure.repeat} replays on patched "
+                f"fails {len(failing_seeds)} of {data.repeat} replays on patched "
                 f"(first failing PYTHONHASHSEED={failing_seeds[0]}) and none of "
-                f"{procedure.repeat} on the {variant.name} tree"
-                + (f"; {evidence}" if evidence else ""),
+                f"{data.repeat} on the {variant.name} tree" + (f"; {evidence}" if evidence else ""),
             )
         logs["failing_seeds"] = failing_seeds
     if fallback is not None:
@@ -263,7 +261,7 @@ def _fallback(
     counter_runs: Sequence[tuple[RunResult, Path]],
     patched: Path,
     counter: Path,
-    procedure: Procedure,
+    data: TraceData,
 ) -> Fallback | None:
     """The base for a counterfactual tree whose replays show it is not a working program
     (:func:`pytest_critic22.verification.procedures.fallback_to_base`), judged by its first replay
@@ -272,7 +270,7 @@ def _fallback(
     failing = next((r for r, _ in patched_runs if r.status == "failed"), None)
     if bad is None or failing is None:
         return None
-    own = [procedure.nodeids[0].split("::", 1)[0]]
+    own = [data.nodeid.split("::", 1)[0]]
     return fallback_to_base(variant, bad, counter, failing, patched, own)
 
 

@@ -7,6 +7,13 @@ the grammar section of the critic's prompt are all derived from the registered k
 (:mod:`pytest_critic22.kinds`); a plugin adds a kind with the
 ``pytest_critic22_register_procedures`` hook.
 
+A procedure is its kind's name and the kind's own payload (:class:`TestData`,
+:class:`NodeIds`, :class:`StaticData`, :class:`TraceData`, :class:`PropertyData`, or a plugin
+kind's words, :class:`Args`). The payloads sit here, below the kinds, because a procedure
+crosses processes (an xdist worker, the ledger, the loop's state) as one flat record and is
+read back here, where no registry is known: the built-in kinds by name, any other as
+:class:`Args`.
+
 This module holds data types only and imports nothing of the package at run time; the
 kinds' own contract, :class:`pytest_critic22.verification.procedures.ProcedureKind`, sits with the
 execution types it names.
@@ -14,18 +21,22 @@ execution types it names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    pass
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "COLLECTION",
+    "Args",
     "FindingLike",
+    "NodeIds",
     "NotExecutable",
+    "Payload",
     "Procedure",
+    "PropertyData",
     "Route",
+    "StaticData",
+    "TestData",
+    "TraceData",
     "kind_description",
 ]
 
@@ -46,42 +57,143 @@ def kind_description(kind: object) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class TestData:
+    """``test:`` (and the loop's ``scar``): a test module to write into the trees and run."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    source: str  # the critic's pytest source
+    repair: str = ""  # optional unified diff against the patched tree, as applied
+    repair_given: str = ""  # the repair as the critic wrote it, when it had to be mended
+
+    def fields(self) -> dict[str, Any]:
+        return {"source": self.source, "repair": self.repair, "repair_given": self.repair_given}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIds:
+    """``counterfactual:``, ``preservation``, ``collection``: existing tests, by node id."""
+
+    nodeids: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        return {"nodeids": list(self.nodeids)}
+
+
+@dataclass(frozen=True, slots=True)
+class StaticData:
+    """``static:``: a check of the run's catalog and its arguments."""
+
+    check: str
+    args: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        return {"check": self.check, "args": list(self.args)}
+
+
+@dataclass(frozen=True, slots=True)
+class TraceData:
+    """``trace:``: the one test to replay, and how many replays per tree."""
+
+    nodeid: str
+    repeat: int
+
+    @property
+    def nodeids(self) -> tuple[str, ...]:
+        return (self.nodeid,)
+
+    def fields(self) -> dict[str, Any]:
+        return {"nodeids": [self.nodeid], "repeat": self.repeat}
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyData:
+    """``property:``: ``args`` = (target, relation[, inverse]); ``given`` = one checked
+    ``NAME=STRATEGY`` line per parameter (``pytest_critic22.kinds.property.Spec`` reads it
+    back, and checks it again: a procedure may come from a record)."""
+
+    args: tuple[str, ...]
+    given: str = ""
+
+    def fields(self) -> dict[str, Any]:
+        return {"source": self.given, "args": list(self.args)}
+
+
+@dataclass(frozen=True, slots=True)
+class Args:
+    """A plugin kind's payload: its words. The one payload a kind this module does not know
+    by name carries across processes (an xdist worker, the ledger, the loop's state)."""
+
+    args: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        return {"args": list(self.args)}
+
+
+#: What a procedure's kind carries; each kind reads its own.
+Payload = TestData | NodeIds | StaticData | TraceData | PropertyData | Args
+
+_P = TypeVar("_P", TestData, NodeIds, StaticData, TraceData, PropertyData, Args)
+
+
+def _record(kind: str) -> dict[str, Any]:
+    """The flat record every procedure serialises to, with its defaults (a kind sets its own)."""
+    return {
+        "kind": kind,
+        "source": "",
+        "repair": "",
+        "repair_given": "",
+        "nodeids": [],
+        "check": "",
+        "args": [],
+        "repeat": 0,
+    }
+
+
+def _payload(kind: str, data: dict[str, Any]) -> Payload:
+    """The payload of a record of ``kind``: the built-in kinds by name (the registry is not
+    known here); any other kind's words as :class:`Args`."""
+    source = str(data.get("source", ""))
+    nodeids = tuple(str(n) for n in data.get("nodeids", ()))
+    args = tuple(str(a) for a in data.get("args", ()))
+    if kind in ("test", "scar"):
+        repair = str(data.get("repair", ""))
+        return TestData(source, repair, str(data.get("repair_given", "")))
+    if kind in ("counterfactual", "preservation", COLLECTION):
+        return NodeIds(nodeids)
+    if kind == "static":
+        return StaticData(str(data.get("check", "")), args)
+    if kind == "trace":
+        return TraceData(nodeids[0] if nodeids else "", int(data.get("repeat", 0)))
+    if kind == "property":
+        return PropertyData(args, source)
+    return Args(args)
+
+
+@dataclass(frozen=True, slots=True)
 class Procedure:
-    """What to execute. Only the fields its kind uses are set."""
+    """What to execute: the kind's name and the kind's own payload."""
 
     kind: str
-    source: str = ""  # test: the critic's pytest source; property: the ``given:`` strategies
-    repair: str = ""  # test: optional unified diff against the patched tree, as applied
-    repair_given: str = ""  # test: the repair as the critic wrote it, when mended
-    nodeids: tuple[str, ...] = ()  # counterfactual/preservation: tests; trace: the one test
-    check: str = ""  # static: the check's name
-    args: tuple[str, ...] = ()  # static: the check's arguments; property: target, relation…
-    repeat: int = 0  # trace: how many replays per tree
+    data: Payload = field(default_factory=Args)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "repair": self.repair,
-            "repair_given": self.repair_given,
-            "nodeids": list(self.nodeids),
-            "check": self.check,
-            "args": list(self.args),
-            "repeat": self.repeat,
-        }
+        """One flat record whatever the kind (the ledger's, the loop's state, xdist's)."""
+        return _record(self.kind) | self.data.fields()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Procedure:
-        return cls(
-            kind=str(data["kind"]),
-            source=str(data.get("source", "")),
-            repair=str(data.get("repair", "")),
-            repair_given=str(data.get("repair_given", "")),
-            nodeids=tuple(str(n) for n in data.get("nodeids", ())),
-            check=str(data.get("check", "")),
-            args=tuple(str(a) for a in data.get("args", ())),
-            repeat=int(data.get("repeat", 0)),
-        )
+        kind = str(data["kind"])
+        return cls(kind, _payload(kind, data))
+
+    def payload(self, expected: type[_P]) -> _P:
+        """The payload, as the type its kind expects (a ``TypeError`` when it is not)."""
+        if not isinstance(self.data, expected):
+            raise TypeError(
+                f"a {self.kind} procedure carries {type(self.data).__name__}, "
+                f"not {expected.__name__}"
+            )
+        return self.data
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from pytest_critic22.config.inputs import read_text_or_file
 from pytest_critic22.config.settings import ReviewOptions
 from pytest_critic22.critic.finding import ReviewFinding, parse_findings
 from pytest_critic22.execution.git import git
-from pytest_critic22.model.procedure import Procedure
+from pytest_critic22.model.procedure import NodeIds, Procedure, StaticData, TraceData
 from pytest_critic22.pipeline.review import (
     Inputs,
     Review,
@@ -43,12 +43,12 @@ def list_review(
     added = {f.new_path for f in inputs.patch.files if f.new_path}
 
     def validate(finding: ReviewFinding, procedure: Procedure) -> str | None:
-        if procedure.kind == "static":
+        data = procedure.data  # what the kind carries says what can be checked without trees
+        if isinstance(data, StaticData):
             known = {*checks.names(), "type-errors"}
-            return (
-                None if procedure.check in known else f"static: unknown check {procedure.check!r}"
-            )
-        for nodeid in procedure.nodeids:
+            return None if data.check in known else f"static: unknown check {data.check!r}"
+        nodeids = data.nodeids if isinstance(data, NodeIds | TraceData) else ()
+        for nodeid in nodeids:
             path = nodeid.split("::", 1)[0]
             found = git(["cat-file", "-e", f"{base}:{path}"], repo, check=False)
             if path not in added and found.returncode != 0:

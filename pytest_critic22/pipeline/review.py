@@ -443,6 +443,8 @@ def _ask_model(
 def scar_findings(entries: tuple[ScarEntry, ...]) -> tuple[RoutedFinding, ...]:
     """Tests verified in earlier rounds of the loop, as blocking items ``S1``, ``S2``, ...:
     never shown to the critic, run on this candidate whatever the critic says."""
+    from pytest_critic22.kinds.scar import scar_procedure
+
     out = []
     for number, entry in enumerate(entries, 1):
         finding = ReviewFinding(
@@ -453,8 +455,7 @@ def scar_findings(entries: tuple[ScarEntry, ...]) -> tuple[RoutedFinding, ...]:
             falsification="scar:\n" + entry.test,
             confidence=0.0,
         )
-        procedure = Procedure(kind="scar", source=entry.test)
-        out.append(RoutedFinding(f"S{number}", finding, procedure))
+        out.append(RoutedFinding(f"S{number}", finding, scar_procedure(entry.test)))
     return tuple(out)
 
 

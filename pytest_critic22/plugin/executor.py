@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_critic22.execution.runner import usable_cpus
-from pytest_critic22.model.procedure import COLLECTION, Procedure
+from pytest_critic22.model.procedure import COLLECTION, NodeIds, Procedure
 from pytest_critic22.pipeline.review import preservation_id
 from pytest_critic22.verification.procedures import scrubbed
 
@@ -70,7 +70,7 @@ class ItemExecutor:
         return result
 
     def execute_preservation(self, group: str, tests: tuple[str, ...]) -> FindingResult:
-        procedure = Procedure(COLLECTION if group == COLLECTION else "preservation", nodeids=tests)
+        procedure = Procedure(COLLECTION if group == COLLECTION else "preservation", NodeIds(tests))
         ctx = self._ctx(preservation_id(group))
         result = self.kinds.execute(preservation_id(group), None, procedure, ctx)
         result = scrubbed(result)

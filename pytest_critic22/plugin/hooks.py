@@ -39,6 +39,8 @@ def pytest_critic22_register_procedures(registry: KindRegistry) -> None:
     grammar prefix), a ``grammar`` (the text the critic's prompt shows for it), ``parse(rest)``,
     ``validate(finding, procedure, scope)`` and ``execute(finding_id, finding, procedure,
     ctx)``. The router, the generated items and the prompt pick it up; nothing else changes.
+    ``parse`` returns ``Procedure(name, Args((word, ...)))``: a plugin kind's payload is its
+    words (:class:`pytest_critic22.extend.Args`), which is what reaches an xdist worker.
     Everything a kind runs must go through the sandbox (``ctx.sandbox``, see
     :func:`pytest_critic22.execution.runner.run_pytest`).
     """

@@ -22,7 +22,7 @@ from pytest_critic22.execution.sandbox import Sandbox
 from pytest_critic22.execution.trees import TreeSet, Variant, write_in_tree
 from pytest_critic22.model.nodeids import as_pytest_args, check_in_tree, find_nodeids, is_nodeid
 from pytest_critic22.model.patch import WHOLE_PATCH, ParsedPatch
-from pytest_critic22.model.procedure import Procedure
+from pytest_critic22.model.procedure import NodeIds, Procedure, TestData, TraceData
 from pytest_critic22.model.results import Outcome, RunResult
 from pytest_critic22.verification.decide import (
     Crash,
@@ -151,8 +151,10 @@ def obligation_tests(obligations: Sequence[str]) -> tuple[str, ...]:
 def counterfactual_variant(
     finding: FindingLike, procedure: Procedure, patch: ParsedPatch
 ) -> Variant:
-    if procedure.kind == "test" and procedure.repair:
-        return Variant.repaired(patch, procedure.repair)
+    """The tree the procedure's claim is judged against: the critic's repair when its test
+    carries one, else the patch without the located edit (the base for ``whole-patch``)."""
+    if isinstance(procedure.data, TestData) and procedure.data.repair:
+        return Variant.repaired(patch, procedure.data.repair)
     if finding.location == WHOLE_PATCH:
         return Variant.base()
     return Variant.without(patch, (finding.location,))
@@ -243,20 +245,23 @@ def environment_problem(run: RunResult, tree: Path, status: str) -> str:
 def prepare_args(
     finding_id: str, procedure: Procedure, tree: Path, test_dir: str = ""
 ) -> list[str]:
-    """The pytest arguments for this procedure in this tree (writing the critic's test).
+    """The pytest arguments for this procedure in this tree: a payload that is a test
+    (:class:`TestData`: ``test:``, the loop's ``scar``) is written there and run; one that
+    names tests (``nodeids``) runs them.
 
     The test is written beside the project's tests rather than in a folder of its own: a
     subfolder would change what pytest's import modes put on ``sys.path`` (``from helpers
     import …`` beside the tests) and which package the module belongs to.
     """
-    if procedure.kind == "test":
+    data = procedure.data
+    if isinstance(data, TestData):
         # Never Path.write_text: a child that ran in this shared tree before may have planted
         # a link where the file goes, and the controller runs outside every sandbox.
         relative = PurePosixPath(test_dir or ".") / f"{GENERATED_PREFIX}{finding_id.lower()}.py"
         relative = PurePosixPath(*[p for p in relative.parts if p != "."])
-        write_in_tree(tree, relative, procedure.source)
+        write_in_tree(tree, relative, data.source)
         return [relative.as_posix()]
-    return list(procedure.nodeids)
+    return list(data.nodeids) if isinstance(data, NodeIds | TraceData) else []
 
 
 def run_tests(ctx: ExecutionContext, tree: Path, nodeids: Sequence[str]) -> RunResult:

@@ -24,6 +24,7 @@ import pytest
 
 from pytest_critic22.execution.git import git
 from pytest_critic22.kinds.grammar import parse_procedure
+from pytest_critic22.model.procedure import Procedure, TestData
 from tests.runs import case_args, expected, make_sample, repo_state
 
 pytestmark = [
@@ -300,6 +301,7 @@ def test_an_undercounted_last_hunk_is_recounted_and_kept_as_given() -> None:
         "+    return len(text.split())\n"
     )
     procedure = parse_procedure("test:\ndef test_x():\n    assert True\nrepair:\n" + given)
-    assert procedure.kind == "test"
-    assert procedure.repair_given == given
-    assert procedure.repair == given.replace("@@ -6,3 +6,3 @@", "@@ -6,3 +6,4 @@")
+    assert isinstance(procedure, Procedure) and procedure.kind == "test"
+    data = procedure.payload(TestData)
+    assert data.repair_given == given
+    assert data.repair == given.replace("@@ -6,3 +6,3 @@", "@@ -6,3 +6,4 @@")

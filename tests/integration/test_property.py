@@ -9,7 +9,7 @@ from typing import Any
 from pytest_critic22.apps.samples import case_dir
 from pytest_critic22.critic.finding import ReviewFinding
 from pytest_critic22.kinds.property import PropertyKind, parse
-from pytest_critic22.model.procedure import Procedure
+from pytest_critic22.model.procedure import Procedure, PropertyData
 from pytest_critic22.verification.procedures import ExecutionContext, Scope
 from tests.unit.test_property import propkit  # noqa: F401  (a fixture)
 
@@ -90,7 +90,7 @@ def test_a_given_that_names_no_parameter_is_inconclusive(propkit: Any) -> None:
 
 def test_a_tampered_procedure_record_is_checked_again_and_never_runs(propkit: Any) -> None:
     procedure = Procedure(
-        kind="property", args=("propkit.text.slugify", "equivalent"), source="text=open('x')\n"
+        "property", PropertyData(("propkit.text.slugify", "equivalent"), "text=open('x')\n")
     )
     ctx = propkit("hidden-change")
     result = PropertyKind().execute("F1", _finding("hidden-change", 1), procedure, ctx)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_critic22.extend import (
+    Args,
     Check,
     Example,
     FindingResult,
@@ -36,7 +37,7 @@ class MentionsKind:
         text = rest.strip().splitlines()[0].strip() if rest.strip() else ""
         if not text:
             return NotExecutable("mentions: names no text", "mentions")
-        return Procedure(kind="mentions", args=(text,))
+        return Procedure("mentions", Args((text,)))
 
     def validate(self, finding: Any, procedure: Procedure, scope: Any) -> str | None:
         if finding.location == "whole-patch":
@@ -54,7 +55,7 @@ class MentionsKind:
             counter = ctx.trees.get(variant)
         except TreeError as exc:
             return FindingResult(finding_id, Outcome("inconclusive", str(exc)), variant.name, logs)
-        text = procedure.args[0]
+        text = procedure.data.args[0]
         on_patched = text in (read_source(patched, edit.path) or "")
         on_counter = text in (read_source(counter, edit.path) or "")
         if on_patched:

@@ -21,7 +21,7 @@ from pytest_critic22.critic.finding import ReviewFinding, parse_findings
 from pytest_critic22.kinds import builtin_kinds
 from pytest_critic22.model.packet import build_packet
 from pytest_critic22.model.patch import parse_patch
-from pytest_critic22.model.procedure import Procedure, kind_description
+from pytest_critic22.model.procedure import Args, Procedure, StaticData, kind_description
 from pytest_critic22.model.results import Disposition, Outcome
 from pytest_critic22.pipeline.review import (
     Review,
@@ -494,12 +494,12 @@ def test_a_plugins_kind_and_check_seen_in_the_review_get_rules() -> None:
     plugin_kind = RoutedFinding(
         "F2",
         ReviewFinding("e1", "c2", "blocking", "e", "mentions: b", 0.5),
-        Procedure(kind="mentions", args=("b",)),
+        Procedure("mentions", Args(("b",))),
     )
     plugin_check = RoutedFinding(
         "F3",
         ReviewFinding("e1", "c3", "blocking", "e", "static: todo-added", 0.5),
-        Procedure(kind="static", check="todo-added"),
+        Procedure("static", StaticData("todo-added")),
     )
     review = replace(review, wrapped=(*review.wrapped, plugin_kind, plugin_check))
     results = {f"F{n}": result(f"F{n}", "verified") for n in (1, 2, 3)}

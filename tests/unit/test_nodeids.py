@@ -8,6 +8,7 @@ import pytest
 
 from pytest_critic22.kinds.grammar import route
 from pytest_critic22.model.nodeids import check_in_tree, check_nodeid, split_nodeids
+from pytest_critic22.model.procedure import TraceData
 
 SPACED = "tests/test_fmt.py::test_units[[1, 'Hz']-1.00 Hz]"
 
@@ -60,6 +61,6 @@ def test_a_node_id_must_be_a_file_of_the_tree_not_a_link_out_of_it(tmp_path: Pat
 def test_trace_takes_one_spaced_node_id_and_its_options_last() -> None:
     procedure = route(f"trace: {SPACED} repeat=3").procedure
     assert procedure is not None
-    assert (procedure.nodeids, procedure.repeat) == ((SPACED,), 3)
+    assert procedure.payload(TraceData) == TraceData(SPACED, 3)
     assert "unknown option" in route(f"trace: {SPACED} rounds=3").reason
     assert "option" in route("trace: --junitxml=/tmp/x.py").reason

@@ -12,7 +12,7 @@ from pytest_critic22.checks import REGISTRY
 from pytest_critic22.critic.call import system_prompt
 from pytest_critic22.critic.finding import parse_findings
 from pytest_critic22.kinds import KindRegistry, builtin_kinds
-from pytest_critic22.model.procedure import NotExecutable, Procedure
+from pytest_critic22.model.procedure import Args, NotExecutable, Procedure, TestData
 from pytest_critic22.model.results import Outcome
 from pytest_critic22.pipeline.review import RoutedFinding, preservation_id, route_findings
 from pytest_critic22.verification.procedures import FindingResult
@@ -23,7 +23,7 @@ class _Kind:
 
     def __init__(self, name: str = "odd", parse: Any = None, validate: Any = None) -> None:
         self.name = name
-        self._parse = parse or (lambda rest: Procedure(kind=self.name, args=(rest.strip(),)))
+        self._parse = parse or (lambda rest: Procedure(self.name, Args((rest.strip(),))))
         self._validate = validate or (lambda *a: None)
 
     def parse(self, rest: str) -> Procedure | NotExecutable:
@@ -58,8 +58,8 @@ def test_the_router_and_the_prompt_come_from_the_registry() -> None:
         "property",
     ]
     registry.register(_Kind())
-    assert registry.route("odd: x").procedure == Procedure(kind="odd", args=("x",))
-    assert registry.route("ODD : y").procedure == Procedure(kind="odd", args=("y",))
+    assert registry.route("odd: x").procedure == Procedure("odd", Args(("x",)))
+    assert registry.route("ODD : y").procedure == Procedure("odd", Args(("y",)))
     assert "odd:" in registry.route("nope: z").reason  # the reason lists every prefix
     assert registry.route("preservation: tests/t.py").procedure is None  # not the critic's
     assert registry.route("scar:\ndef test_x():\n    pass\n").procedure is None  # the loop's
@@ -86,7 +86,7 @@ def test_a_plugin_kind_that_fails_downgrades_its_finding_instead_of_breaking_the
 
     registry = KindRegistry()
     registry.register(_Kind("boom", parse=boom))
-    registry.register(_Kind("liar", parse=lambda rest: Procedure(kind="test", source="x")))
+    registry.register(_Kind("liar", parse=lambda rest: Procedure("test", TestData("x"))))
     registry.register(_Kind("picky", validate=lambda *a: 1 / 0))
     assert "parser failed" in registry.route("boom: x").reason
     assert "parsed into a 'test' procedure" in registry.route("liar: x").reason

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_critic22.kinds.grammar import parse_procedure
 from pytest_critic22.model.diffmend import mend_diff, recount_hunks
-from pytest_critic22.model.procedure import Procedure
+from pytest_critic22.model.procedure import Procedure, TestData
 
 CORPUS = Path(__file__).parents[1] / "data" / "repairs"
 
@@ -187,10 +187,11 @@ def given_repair(name: str) -> str:
     return (CORPUS / f"{name}.diff").read_bytes().decode()
 
 
-def procedure_of(repair: str) -> Procedure:
+def procedure_of(repair: str) -> TestData:
+    """The ``test:`` procedure's payload for a test with this repair."""
     procedure = parse_procedure("test:\ndef test_claim():\n    assert True\nrepair:\n" + repair)
     assert isinstance(procedure, Procedure), procedure
-    return procedure
+    return procedure.payload(TestData)
 
 
 def test_every_corpus_file_is_in_the_table() -> None:

@@ -83,12 +83,13 @@ def split_test(falsification: str) -> tuple[str, str] | None:
     """``(test source, repair diff)`` of a ``test:`` falsification (repair "" when none);
     None for any other kind."""
     from pytest_critic22.kinds.grammar import parse_procedure
-    from pytest_critic22.model.procedure import Procedure
+    from pytest_critic22.kinds.test import TestData
+    from pytest_critic22.model.procedure import NotExecutable
 
     procedure = parse_procedure(falsification)
-    if not isinstance(procedure, Procedure) or procedure.kind != "test":
+    if isinstance(procedure, NotExecutable) or not isinstance(procedure.data, TestData):
         return None
-    return procedure.source, procedure.repair
+    return procedure.data.source, procedure.data.repair
 
 
 def scar_entries(rounds: Sequence[tuple[int, Sequence[ItemResult]]]) -> list[dict[str, str]]:

@@ -40,7 +40,7 @@ from pytest_critic22._version import __version__
 from pytest_critic22.checks import REGISTRY
 from pytest_critic22.kinds import builtin_kinds
 from pytest_critic22.model.patch import WHOLE_PATCH, ParsedPatch
-from pytest_critic22.model.procedure import kind_description
+from pytest_critic22.model.procedure import Procedure, StaticData, kind_description
 from pytest_critic22.pipeline.review import preservation_id
 from pytest_critic22.report.formats.locations import (
     Location,
@@ -149,9 +149,14 @@ def rule_for(wrapped: RoutedFinding) -> str:
     procedure = wrapped.procedure
     if procedure is None:
         return "advisory"
-    if procedure.kind == "static" and procedure.check:
-        return f"static/{procedure.check}"
-    return procedure.kind
+    check = _static_check(procedure)
+    return f"static/{check}" if check else procedure.kind
+
+
+def _static_check(procedure: Procedure | None) -> str:
+    """The check a ``static:`` procedure runs, by its payload ("" for any other)."""
+    data = procedure.data if procedure is not None else None
+    return data.check if isinstance(data, StaticData) else ""
 
 
 def outcome_of(
@@ -267,7 +272,7 @@ def rules(
         out.append(_rule(name, text, text, _DECIDED, "error"))
     checked = {n: checks.get(n).description for n in checks.names()}
     checked["type-errors"] = _TYPE_ERRORS
-    used = [w.procedure.check for w in review.wrapped if w.procedure and w.procedure.check]
+    used = [check for w in review.wrapped if (check := _static_check(w.procedure))]
     for name in dict.fromkeys([*sorted(checked), *used]):
         short = _sentence(checked.get(name, "")) or f"Findings of the static check {name}."
         full = f"{short} Static check {name}: a hit counts only where the edit introduces it."
