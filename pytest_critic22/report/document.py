@@ -38,6 +38,8 @@ class FindingOutcome:
     # verified | refuted | inconclusive (blocking findings that ran) | advisory | not run
     status: str
     reason: str  # why that status
+    falsification: str = ""  # the finding's falsification, as the critic wrote it
+    executable: bool = False  # routed to a procedure that runs (a blocking finding)
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> FindingOutcome:
@@ -53,6 +55,8 @@ class FindingOutcome:
             procedure=None if kind is None else str(kind),
             status=str(outcome.get("status", "")),
             reason=str(outcome.get("reason", "")),
+            falsification=str(finding.get("falsification", "")),
+            executable=bool(route.get("executable")),
         )
 
 

@@ -133,6 +133,8 @@ def test_a_recorded_report_becomes_typed() -> None:
             procedure="test",
             status="verified",
             reason="fails on patched (1/1 runs) and passes on the without-e2 tree",
+            falsification="test:\nfrom textstats import mean\n...",
+            executable=True,
         ),
         FindingOutcome(
             id="F2",
@@ -142,6 +144,8 @@ def test_a_recorded_report_becomes_typed() -> None:
             procedure="test",
             status="refuted",
             reason="the procedure passes on the patched tree",
+            falsification="test:\n...",
+            executable=True,
         ),
         FindingOutcome(
             id="F3",
@@ -151,6 +155,7 @@ def test_a_recorded_report_becomes_typed() -> None:
             procedure=None,
             status="advisory",
             reason="advisory findings are never run",
+            falsification="Benchmark it on a million values.",
         ),
     )
     assert report.preservation == (

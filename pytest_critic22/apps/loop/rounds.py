@@ -29,47 +29,38 @@ _STATUSES = ("verified", "refuted", "inconclusive")
 def items_of(
     report: Mapping[str, Any], *, prefix: str = "", source: Source = "critic"
 ) -> tuple[ItemResult, ...]:
-    """The scored items of one report. ``prefix`` renames findings (``N`` for the second
-    critic: F1 -> N1). A blocking finding that did not run counts as inconclusive: what
-    could not be looked at is never "nothing found"."""
+    """The scored items of one report (read through the typed :class:`ReviewReport`).
+    ``prefix`` renames findings (``N`` for the second critic: F1 -> N1). A blocking finding
+    that did not run counts as inconclusive: what could not be looked at is never "nothing
+    found"."""
+    from pytest_critic22.report.document import ReviewReport
+
+    typed = ReviewReport.from_json(report)
     out: list[ItemResult] = []
-    for record in report.get("findings") or []:
-        finding = record.get("finding") or {}
-        route = record.get("route") or {}
-        if finding.get("severity") != "blocking" or not route.get("executable"):
+    for finding in typed.findings:
+        if finding.severity != "blocking" or not finding.executable:
             continue
-        outcome = record.get("outcome") or {}
-        status = str(outcome.get("status", ""))
-        reason = str(outcome.get("reason", ""))
-        if status not in _STATUSES:
-            reason = f"{status or 'no outcome'}: {reason}".rstrip(": ")
-            status = "inconclusive"
-        fid = str(record.get("id", ""))
-        kind = route.get("kind")
-        scar = kind == "scar"
+        status, reason = _scored(finding.status, finding.reason)
+        scar = finding.procedure == "scar"
         out.append(
             ItemResult(
-                id=fid if scar or not prefix else prefix + fid.removeprefix("F"),
+                id=finding.id if scar or not prefix else prefix + finding.id.removeprefix("F"),
                 source="scar" if scar else source,
-                claim=str(finding.get("claim", "")),
-                location=str(finding.get("location", "")),
-                procedure=None if kind is None else str(kind),
+                claim=finding.claim,
+                location=finding.location,
+                procedure=finding.procedure,
                 status=status,
                 reason=reason,
-                falsification=str(finding.get("falsification", "")),
+                falsification=finding.falsification,
             )
         )
-    for group in report.get("preservation") or []:
-        status = str(group.get("outcome", ""))
-        reason = str(group.get("reason", ""))
-        if status not in _STATUSES:
-            reason = f"{status or 'no outcome'}: {reason}".rstrip(": ")
-            status = "inconclusive"
+    for group in typed.preservation:
+        status, reason = _scored(group.outcome, group.reason)
         out.append(
             ItemResult(
-                id=f"preserve[{group.get('group', '')}]",
+                id=f"preserve[{group.group}]",
                 source="validator",
-                claim="existing tests keep passing: " + ", ".join(group.get("tests") or []),
+                claim="existing tests keep passing: " + ", ".join(group.tests),
                 location="",
                 procedure="preservation",
                 status=status,
@@ -77,6 +68,13 @@ def items_of(
             )
         )
     return tuple(out)
+
+
+def _scored(status: str, reason: str) -> tuple[str, str]:
+    """A status the loop scores: anything but verified/refuted/inconclusive is inconclusive."""
+    if status in _STATUSES:
+        return status, reason
+    return "inconclusive", f"{status or 'no outcome'}: {reason}".rstrip(": ")
 
 
 def split_test(falsification: str) -> tuple[str, str] | None:
