@@ -1,4 +1,7 @@
-"""The A/B driver: metrics and decision pinned by hand, the sample population, real runs."""
+"""The A/B driver.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_ab.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The §9.6 decision of ``critic22 ab`` needs data: too few cases measured is "not enough
-data", never a KEEP or a REMOVE (issue 43, item 6)."""
+"""The §9.6 decision of ``critic22 ab`` needs data.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_ab_decision.py.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The Python API: ``pytest_critic22.review(...)`` returns a typed ``ReviewReport``.
+"""The Python API.
 
-Pure tests build the report from a recorded JSON report (the shape ``report.json_report``
-writes); one real run reviews a bundled sample end to end.
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_api.py.
 """
 
 from __future__ import annotations

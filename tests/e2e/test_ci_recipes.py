@@ -1,16 +1,7 @@
 """The CI recipes in ``examples/`` run as written, against the textstats sample.
 
-The sample's ``median-drops-guard`` patch breaks an existing test of ``mean()``, so the
-deterministic preservation gate rejects it with no model at all.
-
-* ``github-actions.yml`` is parsed with PyYAML (installed with libcst, a dependency of the
-  plugin: nothing added). Its ``run:`` steps are executed with ``bash -e``, as the runner does,
-  minus the ``pip install`` lines (the package is installed here); the ``uses:`` steps are not
-  run but checked for their shape, and actions/checkout is simulated. The pull request also
-  adds files that leave a mark when the reviewing process imports them (a root
-  ``conftest.py``, a ``unidiff.py``: ``tests/test_controller_trust.py``): the recipe checks
-  its base out before any Python runs, so none is left.
-* ``pre-commit`` is run with ``sh`` on a staged change, then on an empty one.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_ci_recipes.py.
 """
 
 from __future__ import annotations

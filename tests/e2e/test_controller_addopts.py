@@ -1,4 +1,4 @@
-"""Issue 44, item 4: under ``--critic22-only`` the controller is only the review.
+"""Under ``--critic22-only`` the controller is only the review.
 
 A project whose ini ``addopts`` measure coverage with a threshold and write report files
 (pytest-cov's ``--cov --cov-fail-under --cov-report=xml``, ``--junitxml``) asks that of a run

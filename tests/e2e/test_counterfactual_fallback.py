@@ -1,12 +1,7 @@
-"""Issue 44, item 2: counterfactuals that run.
+"""A counterfactual that is not a working program falls back to the base.
 
-Removing one edit of a multi-hunk patch can leave a program that cannot run (pyparsing-9d789cb
-without e3 raised ``NameError: name 'self_ignoreExpr_tryParse' is not defined`` in
-``pyparsing/core.py``: e2 deleted the name). Such a tree says nothing about the edit, so the
-base stands in for it, and the reason says so; "fails on both" is said only when both trees
-run, with each tree's decisive line. The classification of a run's output is tested here in
-process, on pytest's output in each ``--tb`` style; one end-to-end review shows it for the
-``test:``, ``counterfactual:`` and ``trace:`` kinds.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_counterfactual_fallback.py.
 """
 
 from __future__ import annotations

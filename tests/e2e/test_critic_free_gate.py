@@ -1,6 +1,8 @@
-"""The critic-free gate cannot be talked out of a regression (invariants 14-16): a patch that
-breaks collection is REJECTed with no critic, a critic's test cannot change what
-preservation sees, and the harness that judges is the base's."""
+"""The critic-free gate cannot be talked out of a regression (invariants 14-16).
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_critic_free_gate.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Issue 41, item 7: the small fail-closed fixes, on real files, links and processes.
+"""The small fail-closed fixes, on real files, links and processes.
 
-A symbolic link inside ``.critic22/`` is one clear error and never a write outside the
-repository; ``apply FILE`` at the loop's checkpoint reads only a regular file of bounded
-size (and asks again otherwise); Ctrl-C in ``critic22 loop`` is one line, exit status 130,
-and a state the same command resumes from; ``--jobs`` below 1 is a usage error.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_fail_closed.py.
 """
 
 from __future__ import annotations

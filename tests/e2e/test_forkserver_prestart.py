@@ -1,8 +1,7 @@
-"""Fork-servers booted before their runs are known (forkrun.prestart): taken only by a run
-of the very same command, never left behind.
+"""Fork-servers booted before their runs are known (forkserver.prestart).
 
-Real servers under bubblewrap. A booted server waits for its input; a run that takes it
-reaps it, one that does not leaves it to :func:`discard_prestarted`, which kills it.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_forkserver_prestart.py.
 """
 
 from __future__ import annotations

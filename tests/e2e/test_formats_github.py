@@ -1,5 +1,8 @@
-"""GitHub Actions: workflow-command annotations and a Markdown job summary, only when
-``GITHUB_ACTIONS=true``; the critic's text is data in both."""
+"""GitHub Actions.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_formats_github.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The HTML report (``--critic22-html``): the pure page builder, and the page in a real browser.
+"""The HTML report (``--critic22-html``).
 
-The browser is Debian's ``chromium-headless-shell`` (CI installs it, see ``.ci/run``): a real
-review of the ``report-tour`` case (a verified, a refuted, an inconclusive and an advisory
-finding, hostile text among them) is opened from ``file://``, its DOM dumped and a screenshot
-taken; what a person reads must be there, and the critic's ``<script>`` must be text.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_formats_html.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Impact evidence, preservation items and the engage decision."""
+"""Impact evidence, preservation items and the engage decision.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_impact.py.
+"""
 
 from __future__ import annotations
 

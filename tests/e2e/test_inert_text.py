@@ -1,10 +1,7 @@
-"""Untrusted text is inert wherever it is shown (DESIGN.md invariant 18, issue 41 item 6).
+"""Untrusted text is inert wherever it is shown (DESIGN.md invariant 18).
 
-A critic's claim, a child's output, a reason or a file name must not forge a line of the
-terminal, drive it (ANSI escapes, a carriage return), run a GitHub workflow command
-(``::error``, ``::stop-commands::`` after any indent; ``##[`` anywhere in a line) or crash a
-report (a lone surrogate, which JSON can carry); and a report that cannot be written is one
-line, not a crash that takes the others and the verdict with it.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_inert_text.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""AUTO_REVIEW.html: the journal's markdown as a page, hostile text kept text, and the page
-of a two-round journal read in the same real headless Chromium as the HTML report."""
+"""The loop's journal page, AUTO_REVIEW.html.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_loop_render.py.
+"""
 
 from __future__ import annotations
 

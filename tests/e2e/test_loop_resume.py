@@ -1,5 +1,8 @@
-"""Resuming the loop from what earlier invocations left on disk: a lower --max-rounds, a
-kill between a round's receipt and its state, a legacy state without run_id."""
+"""Resuming the loop from what earlier invocations left on disk.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/integration/test_loop_resume.py.
+"""
 
 from __future__ import annotations
 

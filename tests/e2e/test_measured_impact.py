@@ -1,7 +1,8 @@
-"""Measured test impact (issue 44): preservation finds the tests that *execute* the touched
-code, where the code graph cannot see the call (a fixture-set attribute, a base class reached
-through a subclass's construction), from coverage.py's ``test_function`` contexts recorded
-once per base commit and cached."""
+"""Measured test impact.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_measured_impact.py.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""``critic22 mine`` on a generated history: three fix commits, one kept, two skipped.
+"""``critic22 mine`` on a generated history.
 
-The history (built once per module, with fixed dates so its commits are the same every
-run), newest first: ``average([])`` (its only mutant, a dropped ``not``, breaks an old
-test: no surviving mutant), ``median`` (its test imports a function P lacks: cannot be
-collected at P), a docs commit (no test change), ``pages`` (an off-by-one twin survives
-the old tests and fails the new one: kept), and the root commit.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/integration/test_mine.py.
 """
 
 from __future__ import annotations

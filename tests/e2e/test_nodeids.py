@@ -1,4 +1,7 @@
-"""Node ids are parsed, not split on spaces, and checked as data before pytest sees them."""
+"""Node ids are parsed, not split on spaces, and checked as data before pytest sees them.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_nodeids.py.
+"""
 
 from __future__ import annotations
 

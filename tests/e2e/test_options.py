@@ -1,7 +1,6 @@
-"""The options: validators that name what they expect, the critic's tuning as ini values,
-the deprecated flags, and the one rule for ``TEXT|@FILE`` values.
+"""The plugin's options and ini values.
 
-In-process and mostly without a review: parsing and configuring is enough to check them.
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_options.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Bad input and unwritable outputs: one ``ERROR:`` line, exit status 4, nothing left behind.
+"""Bad input and unwritable outputs.
 
-Each case is checked before any worktree is built, so a refused run registers no worktree,
-leaves no run folder in the temp dir, and creates no file in the repository.
+The end-to-end tier: whole pytest runs. The rest, and the whole story:
+tests/unit/test_usage_errors.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Three verdicts: REJECT, INCOMPLETE, PROCEED — "could not look" is never "found nothing"."""
+"""Three verdicts: REJECT, INCOMPLETE, PROCEED.
+
+The end-to-end tier: whole pytest runs. The rest, and the whole story: tests/unit/test_verdicts.py.
+"""
 
 from __future__ import annotations
 

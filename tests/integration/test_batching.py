@@ -1,7 +1,7 @@
 """One child per tree for many findings, confirmation in the same child, lean child start-up.
 
-Real child pytest runs in tmp_path (sandboxed like every run); the merging and splitting
-logic is checked on the real runs' JUnit cases, the pure parts directly.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_batching.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """What a sandboxed child leaves behind is read and removed without trusting it.
 
-Real runs: a child replaces its JUnit report by a FIFO (reading it must not hang the
-controller), a coverage data file by a link to a host file (coverage.py must not initialise
-that file as its database), and leaves links in folders it made unwritable.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_child_files.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""What the packet shows a test writer: touched source, callees, fixtures, usage examples, and
-the deterministic cut that keeps it within the packet size limit."""
+"""What the packet shows a test writer.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_context.py.
+"""
 
 from __future__ import annotations
 

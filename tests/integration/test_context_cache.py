@@ -1,6 +1,8 @@
-"""The packet's code context is built once per file content: a second gathering reads every
-file's blocks and imports from the cache, a changed file is read again, and the fast reading
-(Python's own parser and tokenizer) tells exactly what libcst tells (issue 44, item 5)."""
+"""The packet's code context is built once per file content.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_context_cache.py.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The critic client in one process: :func:`pytest_critic22.critic.call.review` over real HTTP,
-through litellm's openai/ provider, against the loopback server of tests/fake_llm.py.
+"""The critic client in one process.
 
-What goes on the wire (blinding, the code a test needs, the cut of an over-long packet), how
-many requests one review makes (re-asks bounded by the retries), how every failure becomes no
-findings with its cause recorded, the answer cache, and the trace a replay reads. The packets
-are the plugin's: the sample case's patch read by :func:`read_inputs`, its impact evidence
-gathered over real git worktrees by :func:`gather_evidence`, the system prompt of
-:func:`prompt_for`. The plugin's wiring of the same client (one request per run, serial and
-under xdist; the critic-off arm; a failure's summary line) is proved end to end in
-tests/test_critic.py.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_critic_client.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The fork-server (zygote.py, forkrun.py): sessions of one child that cannot reach each other.
+"""The fork-server.
 
-Real runs under bubblewrap: a job leaves processes, files, IPC objects and a listening port
-behind, tries to forge another job's result, or kills the zygote; the next job must see a
-sandbox like a fresh child's and get its own result, or none (run alone), never a wrong one.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_forkserver.py.
 """
 
 from __future__ import annotations

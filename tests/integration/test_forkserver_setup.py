@@ -1,8 +1,7 @@
-"""Sessions that start from one configuration the fork-server prepared (presession.py).
+"""Sessions that start from one configuration the fork-server prepared (forkserver_setup.py).
 
-Real runs under bubblewrap: what a session says must be what a fresh fork running all of
-pytest says, and a configuration a fork could not copy faithfully is never shared (the
-requests go to children of their own instead).
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_forkserver_setup.py.
 """
 
 from __future__ import annotations

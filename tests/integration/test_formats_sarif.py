@@ -1,5 +1,8 @@
-"""The SARIF 2.1.0 report: valid against the official schema, one result per finding that
-reached an outcome, located at its edit, fingerprinted by (edit, claim)."""
+"""The SARIF 2.1.0 report.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_formats_sarif.py.
+"""
 
 from __future__ import annotations
 

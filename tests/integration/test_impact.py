@@ -1,4 +1,8 @@
-"""Impact evidence, preservation items and the engage decision."""
+"""Impact evidence, preservation items and the engage decision.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_impact.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The loop's deterministic parts, in-process: verdict and score, reading a report,
-composition in a private index, the debate's and fixer's parsing, review independence."""
+"""The loop's deterministic parts, in-process.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_loop_logic.py.
+"""
 
 from __future__ import annotations
 

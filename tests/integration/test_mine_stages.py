@@ -1,4 +1,8 @@
-"""The pure stages of ``critic22 mine``: selection, mutants, outcomes, assembly."""
+"""The pure stages of ``critic22 mine``.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_mine_stages.py.
+"""
 
 from __future__ import annotations
 

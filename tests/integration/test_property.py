@@ -1,5 +1,8 @@
-"""The property: kind: its grammar and strategy allow-list, the code it generates, the hostile
-results it reads back, and real searches and frozen replays on the propkit sample."""
+"""The ``property:`` kind.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_property.py.
+"""
 
 from __future__ import annotations
 

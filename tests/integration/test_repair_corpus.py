@@ -1,14 +1,7 @@
-"""Repairs as models write them (issue 44, item 3): a corpus of real-shaped ``repair:`` diffs,
-each parsed as a ``test:`` procedure and applied to a real worktree by real ``git apply``.
+"""Repairs as models write them.
 
-The recount happens once, in Python (:func:`pytest_critic22.model.patch.mend_diff`), and the
-tree applies the result as it is: git's own ``--recount`` reads a second file's ``---``/``+++``
-lines as lines of the hunk before them, so a two-file repair without ``diff --git`` lines
-failed with ``error: patch failed: arrow/parser.py:21``. Each corpus entry is applied (the
-repaired tree holds the expected files) or refused with git's first error line.
-
-The corpus lives in ``tests/data/repairs/``, byte for byte (``.gitattributes`` keeps git from
-changing line endings); the table below says what each diff must do.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_repair_corpus.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""The sandboxed pytest subprocess: timeouts kill the group, secrets never reach it, no
-capability, no service socket, no argument file, its own temp folder."""
+"""The sandboxed pytest subprocess.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_runner.py.
+"""
 
 from __future__ import annotations
 

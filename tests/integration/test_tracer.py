@@ -1,4 +1,8 @@
-"""The in-child tracer (real pytest subprocesses) and the pure trace diff."""
+"""The in-child tracer (real pytest subprocesses) and the pure trace diff.
+
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_tracer.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Warm trees (issue 15, item 4): kept between runs in ``.critic22/critic22-trees/``, reset
-instead of built anew, never shared, never wrong. Real repositories, real worktrees.
+"""Warm trees.
 
-Reuse is proven by inode, never by timing: an open descriptor of a file the reset leaves
-alone pins its inode (no new file can get it), and a reused tree still has that very file;
-a fresh ``git worktree add`` writes a new one.
+The integration tier: with real git and sandboxed child processes. The rest, and the whole story:
+tests/unit/test_warm_trees.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 44, item 2: counterfactuals that run.
+"""counterfactuals that run.
 
 Removing one edit of a multi-hunk patch can leave a program that cannot run (pyparsing-9d789cb
 without e3 raised ``NameError: name 'self_ignoreExpr_tryParse' is not defined`` in

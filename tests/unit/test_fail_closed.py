@@ -1,4 +1,4 @@
-"""Issue 41, item 7: the small fail-closed fixes, on real files, links and processes.
+"""The small fail-closed fixes, on real files, links and processes.
 
 A symbolic link inside ``.critic22/`` is one clear error and never a write outside the
 repository; ``apply FILE`` at the loop's checkpoint reads only a regular file of bounded
