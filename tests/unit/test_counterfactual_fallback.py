@@ -1,4 +1,4 @@
-"""counterfactuals that run.
+"""Counterfactuals that run: a tree that is not a working program falls back to the base.
 
 Removing one edit of a multi-hunk patch can leave a program that cannot run (pyparsing-9d789cb
 without e3 raised ``NameError: name 'self_ignoreExpr_tryParse' is not defined`` in
