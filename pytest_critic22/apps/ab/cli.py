@@ -16,6 +16,7 @@ from pytest_critic22.apps.ab.population import PopulationError, choose_critic, l
 from pytest_critic22.apps.ab.render import render
 from pytest_critic22.apps.ab.runs import RunOptions
 from pytest_critic22.apps.ab.stats import MIN_DEFECTIVE, MIN_GOOD
+from pytest_critic22.apps.cluster import add_scheduler_option
 
 
 def default_cache() -> Path:
@@ -85,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="runs in parallel (default: the number of CPUs)",
     )
+    add_scheduler_option(parser)
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
     parser.add_argument(
         "--cache",
@@ -172,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fresh=args.fresh,
             options=options,
             progress=sys.stderr,
+            scheduler=args.scheduler,
         )
     except BrokenProcessPool as exc:
         print(

@@ -13,6 +13,7 @@ from pytest_critic22.apps.ab.pool import Progress, execute
 from pytest_critic22.apps.ab.population import Case, CriticChoice, Population
 from pytest_critic22.apps.ab.render import AbReport, build_report
 from pytest_critic22.apps.ab.runs import RunOptions, plan_units
+from pytest_critic22.apps.cluster import open_engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +56,18 @@ def run_population(
     options: RunOptions = RunOptions(),  # noqa: B008 - a frozen dataclass, never mutated
     progress: IO[str] | None = None,
     cases: Sequence[Case] | None = None,
+    scheduler: str | None = None,
 ) -> AbRun:
-    """Run (or read from the cache) every held-out case in every arm; build the report."""
+    """Run (or read from the cache) every held-out case in every arm; build the report.
+
+    The runs go to :func:`~pytest_critic22.apps.cluster.open_engine` (``jobs``, ``scheduler``):
+    the same records wherever they run."""
     held_out = tuple(cases) if cases is not None else population.held_out()
     units = plan_units(held_out, critic, options, cache_dir)
     meter = Progress(units, progress)
     try:
-        records = execute(units, jobs=jobs, fresh=fresh, progress=meter)
+        with open_engine(jobs, scheduler) as engine:
+            records = execute(units, engine=engine, fresh=fresh, progress=meter)
     finally:
         meter.finish()
     results: list[CaseResult] = []

@@ -1,20 +1,21 @@
-"""The worker pool of ``critic22 ab``: every unit's record, from the cache or run in parallel.
+"""The runs of ``critic22 ab``: every unit's record, from the cache or run on an engine
+(:mod:`pytest_critic22.apps.cluster`: this process, a process pool, or a Dask cluster).
 
 Ctrl-C (or SIGTERM) stops the driver and its workers; the units finished by then stay cached.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
 import signal
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import IO, Any
 
-from pytest_critic22.apps.ab.runs import Unit, _worker_init, cached_record, run_unit
+from pytest_critic22.apps.ab.runs import CACHE_SCHEMA, Unit, cached_record, run_unit
+from pytest_critic22.apps.cluster import Engine, Failed, Shipping
+from pytest_critic22.state.folder import write_json
 
 
 def _to_interrupt(signum: int, frame: Any) -> None:
@@ -35,6 +36,7 @@ class Progress:
         self.done = 0
         self.cached = 0
         self.tty = bool(stream is not None and stream.isatty())
+        self.engine: Engine | None = None
 
     def advance(self, unit: Unit, *, cached: bool) -> None:
         self.done += 1
@@ -53,7 +55,7 @@ class Progress:
             f"critic22 ab: cases {self.cases_done}/{self.cases} done, runs {self.done}/"
             f"{self.runs} ({self.cached} from the cache), {seconds // 60:02d}:{seconds % 60:02d} "
             "elapsed"
-        )
+        ) + (f"; {status}" if self.engine is not None and (status := self.engine.status()) else "")
 
     def show(self) -> None:
         if self.stream is None:
@@ -73,14 +75,16 @@ class Progress:
 def execute(
     units: Sequence[Unit],
     *,
-    jobs: int,
+    engine: Engine,
     fresh: bool,
     progress: Progress,
     runner: Callable[[Unit], dict[str, Any]] = run_unit,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every unit's record: from the cache unless ``fresh``, else run (in a pool of ``jobs``).
+    """Every unit's record: from the cache unless ``fresh``, else run on ``engine``.
 
-    Raises KeyboardInterrupt when interrupted; the units finished by then stay cached.
+    This process writes the cache (a worker's disk need not be this one's). A unit the engine
+    lost (its worker died past the retries) is an error record: the case is excluded, never a
+    verdict. Raises KeyboardInterrupt when interrupted; the units finished by then stay cached.
     """
     records: dict[tuple[str, str], dict[str, Any]] = {}
     todo: list[Unit] = []
@@ -96,53 +100,48 @@ def execute(
         progress.show()
     if not todo:
         return records
+    progress.engine = engine
     try:
         previous: Any = signal.signal(signal.SIGTERM, _to_interrupt)
     except ValueError:  # not the main thread: leave SIGTERM alone
         previous = None
     try:
-        if jobs <= 1:
-            for unit in todo:
-                record = runner(unit)
-                record["cached"] = False
-                records[(unit.case.id, unit.kind)] = record
-                progress.advance(unit, cached=False)
-            return records
-        _run_pool(todo, jobs, runner, records, progress)
+        for index, outcome in engine.map_unordered(runner, todo, shipping=SHIPPING):
+            unit = todo[index]
+            record = lost_record(unit, outcome.reason) if isinstance(outcome, Failed) else outcome
+            if not record.get("error"):
+                write_json(unit.cache_file, record)
+            record["cached"] = False
+            records[(unit.case.id, unit.kind)] = record
+            progress.advance(unit, cached=False)
         return records
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _run_pool(
-    todo: Sequence[Unit],
-    jobs: int,
-    runner: Callable[[Unit], dict[str, Any]],
-    records: dict[tuple[str, str], dict[str, Any]],
-    progress: Progress,
-) -> None:
-    # spawn: no fork of a process that may hold threads (a test's server, the executor's own)
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init)
-    pending: dict[Future[dict[str, Any]], Unit] = {}
-    try:
-        pending = {pool.submit(runner, unit): unit for unit in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                unit = pending.pop(future)
-                record = future.result()
-                record["cached"] = False
-                records[(unit.case.id, unit.kind)] = record
-                progress.advance(unit, cached=False)
-    except BaseException:
-        for future in pending:
-            future.cancel()
-        workers = getattr(pool, "_processes", None) or {}
-        for pid in list(workers):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+def lost_record(unit: Unit, reason: str) -> dict[str, Any]:
+    """The record of a unit the engine lost: an infrastructure error, never cached."""
+    return {
+        "error": f"infrastructure: {reason}",
+        "schema": CACHE_SCHEMA,
+        "key": unit.key,
+        "case": unit.case.id,
+        "kind": unit.kind,
+        "critic": None,
+        "elapsed": 0.0,
+    }
+
+
+def _repos(unit: Unit) -> list[Path]:
+    """The repositories on this disk the unit needs: a git case's (the bundled samples come
+    from package data, which every worker has)."""
+    return [unit.case.repo] if (unit.case.repo / ".git").exists() else []
+
+
+def _localize(unit: Unit, copies: Mapping[Path, Path]) -> Unit:
+    repo = copies.get(unit.case.repo)
+    return unit if repo is None else replace(unit, case=replace(unit.case, repo=repo))
+
+
+SHIPPING: Shipping[Unit] = Shipping(_repos, _localize)

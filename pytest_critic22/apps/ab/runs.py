@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,7 +22,6 @@ from typing import Any
 
 from pytest_critic22.apps.ab.population import Case, CriticChoice
 from pytest_critic22.execution.child_files import prune_orphans
-from pytest_critic22.state.folder import write_json
 
 #: Bump when the cached records change shape.
 CACHE_SCHEMA = 1
@@ -119,9 +117,8 @@ _SCRATCH = "critic22-ab-"
 
 
 def run_unit(unit: Unit) -> dict[str, Any]:
-    """Run one unit; return its record, cached (atomically) unless the run failed."""
-    if _STOPPING:
-        raise KeyboardInterrupt
+    """Run one unit; return its record. The caller caches it (unless the run failed): the
+    worker that runs it may not share the caller's disk."""
     started = time.monotonic()
     # Named by PID: what a run killed by SIGKILL left, the next one removes.
     prune_orphans(_SCRATCH)
@@ -149,8 +146,6 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         critic=unit.critic.label if unit.critic is not None and unit.kind != "validator" else None,
         elapsed=round(time.monotonic() - started, 3),
     )
-    if not record.get("error"):
-        write_json(unit.cache_file, record)
     return record
 
 
@@ -309,8 +304,8 @@ def case_digest(case: Case, *, with_ground_truth: bool = False) -> str:
 
 
 def plugin_digest() -> str:
-    """The plugin's version and every source file of the package but this driver's (and the
-    bundled samples': a case's own files are in its key)."""
+    """The plugin's version and every source file of the package but this driver's and its
+    engines' (and the bundled samples': a case's own files are in its key)."""
     from pytest_critic22._version import __version__
 
     package = Path(__file__).resolve().parents[2]
@@ -322,6 +317,7 @@ def plugin_digest() -> str:
             and path.suffix in (".py", ".txt")
             and relative.parts[0] != "sample_repos"
             and relative.parts[:2] != ("apps", "ab")
+            and relative.parts != ("apps", "cluster.py")  # where runs run, not what they do
         ):
             _digest_update(h, relative.as_posix(), path.read_bytes())
     return h.hexdigest()
@@ -384,20 +380,3 @@ def cached_record(unit: Unit) -> dict[str, Any] | None:
     if not isinstance(record, dict) or record.get("key") != unit.key:
         return None
     return record
-
-
-# -- stopping a worker -------------------------------------------------------------------------
-
-_STOPPING = False
-
-
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the driver, which stops them with SIGTERM."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _stop_worker)
-
-
-def _stop_worker(signum: int, frame: Any) -> None:
-    global _STOPPING
-    _STOPPING = True
-    raise KeyboardInterrupt
