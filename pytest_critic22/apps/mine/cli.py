@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_critic22.apps.cluster import add_scheduler_option
 from pytest_critic22.apps.mine.select import Limits, MineSettings
 
 __all__ = ["main", "test_args_of"]
@@ -40,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="commits in parallel"
     )
+    add_scheduler_option(parser)
     parser.add_argument(
         "--test-command",
         metavar="CMD",
@@ -163,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             fresh=args.fresh,
             progress=sys.stderr,
+            scheduler=args.scheduler,
         )
     except KeyboardInterrupt:
         done = sum(1 for _ in cache.glob("*.json")) if cache.is_dir() else 0

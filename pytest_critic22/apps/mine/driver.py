@@ -2,9 +2,10 @@
 
 Commits are taken newest first. The first pass (name-status and a zero-context diff per
 commit) decides the candidates; each candidate is then examined by
-:func:`~pytest_critic22.apps.mine.probe.probe_commit`, in this process (``jobs`` 1) or in a pool
-of worker processes. A finished commit's record is cached under a key of the commit and the
-settings, so an interrupted run resumes where it stopped; a commit that could not be
+:func:`~pytest_critic22.apps.mine.probe.probe_commit`, in this process (``jobs`` 1), on a local
+Dask cluster or a process pool, or on a Dask cluster by address
+(:mod:`pytest_critic22.apps.cluster`). A finished commit's record is cached under a key of the
+commit and the settings, so an interrupted run resumes where it stopped; a commit that could not be
 examined (an error, not a skip) is not cached. The population is the kept commits of the
 longest fully examined prefix of the history (cut at ``max_cases``): the same whatever the
 number of jobs.
@@ -12,20 +13,18 @@ number of jobs.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_critic22.apps.cluster import Engine, Failed, Shipping, open_engine
 from pytest_critic22.apps.mine.probe import Job, probe_commit
 from pytest_critic22.apps.mine.select import (
     Candidate,
@@ -78,6 +77,7 @@ class Progress:
         self.kept = 0
         self.start = time.monotonic()
         self.tty = bool(stream is not None and stream.isatty())
+        self.engine: Engine | None = None
 
     def advance(self, *, scanned: int = 1, kept: bool = False) -> None:
         self.scanned += scanned
@@ -92,6 +92,8 @@ class Progress:
             f"critic22 mine: commits {self.scanned}/{self.total} scanned, {self.kept} cases "
             f"kept, {seconds // 60:02d}:{seconds % 60:02d}"
         )
+        if self.engine is not None and (status := self.engine.status()):
+            line += f"; {status}"
         self.stream.write(("\r" + line) if self.tty else line + "\n")
         self.stream.flush()
 
@@ -176,9 +178,12 @@ def mine(
     fresh: bool = False,
     progress: IO[str] | None = None,
     probe: Callable[[Job], dict[str, Any]] = probe_commit,
+    scheduler: str | None = None,
 ) -> MineRun:
-    """Scan ``repo``'s history and examine its candidates; KeyboardInterrupt when stopped
-    (the commits finished by then stay cached)."""
+    """Scan ``repo``'s history and examine its candidates on the engine of ``jobs`` and
+    ``scheduler`` (:func:`~pytest_critic22.apps.cluster.open_engine`; a remote worker gets the
+    repository as a git bundle); KeyboardInterrupt when stopped (the commits finished by then
+    stay cached)."""
     commits = commit_log(repo, since=since)
     passed = first_pass(repo, commits, settings)
     meter = Progress(progress, len(passed))
@@ -226,13 +231,23 @@ def mine(
                 finished(index, record, from_cache=True)
             else:
                 todo.append(index)
-        if jobs <= 1:
-            for index in todo:
-                if satisfied():
-                    break
-                finished(index, probe(jobs_by_index[index]), from_cache=False)
-        else:
-            _run_pool(todo, jobs_by_index, jobs, probe, finished, satisfied)
+        with open_engine(jobs, scheduler) as engine:
+            meter.engine = engine
+            items = [jobs_by_index[index] for index in todo]
+            for position, outcome in engine.map_unordered(
+                probe, items, shipping=SHIPPING, stop=satisfied
+            ):
+                index = todo[position]
+                if isinstance(outcome, Failed):
+                    cand = jobs_by_index[index].candidate
+                    outcome = {
+                        "commit": cand.commit,
+                        "parent": cand.parent,
+                        "status": "error",
+                        "code": "error",
+                        "reason": f"infrastructure: {outcome.reason}",
+                    }
+                finished(index, outcome, from_cache=False)
     finally:
         meter.finish()
         for tree in scratch.glob("wt-*"):
@@ -272,47 +287,17 @@ def _collect(
     return MineRun(records, kept, not_candidates, len(passed), scanned, cached, examined, errors)
 
 
-def _stop_worker(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _repos(job: Job) -> list[Path]:
+    return [job.repo]
 
 
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the driver, which stops them with SIGTERM."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _stop_worker)
+def _localize(job: Job, copies: Mapping[Path, Path]) -> Job:
+    """The job on a worker's copy of the repository, its worktrees beside that copy (one
+    scratch per copy: its lock keeps the copy's ``git worktree`` calls one at a time)."""
+    repo = copies[job.repo]
+    scratch = repo.parent / f"{repo.name}-scratch"
+    scratch.mkdir(exist_ok=True)
+    return replace(job, repo=repo, scratch=scratch)
 
 
-def _run_pool(
-    todo: Sequence[int],
-    jobs_by_index: Mapping[int, Job],
-    jobs: int,
-    probe: Callable[[Job], dict[str, Any]],
-    finished: Callable[..., None],
-    satisfied: Callable[[], bool],
-) -> None:
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init)
-    pending: dict[Future[dict[str, Any]], int] = {}
-    queue = list(todo)
-    try:
-        while True:
-            while queue and len(pending) < jobs and not satisfied():
-                index = queue.pop(0)
-                pending[pool.submit(probe, jobs_by_index[index])] = index
-            if not pending:
-                break
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: pending[f]):
-                index = pending.pop(future)
-                finished(index, future.result(), from_cache=False)
-    except BaseException:
-        for future in pending:
-            future.cancel()
-        for pid in list(getattr(pool, "_processes", None) or {}):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+SHIPPING: Shipping[Job] = Shipping(_repos, _localize)
