@@ -42,6 +42,7 @@ __all__ = [
     "add_scheduler_option",
     "have_distributed",
     "open_engine",
+    "relocate",
 ]
 
 T = TypeVar("T")
@@ -63,17 +64,34 @@ class Failed:
     reason: str
 
 
+def _no_files(item: Any) -> Sequence[Path]:
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class Shipping(Generic[T]):
     """What an item needs on a worker without the client's file system.
 
-    ``repos`` names the git repositories on the client's disk; ``localize`` gives the item
-    with each of them replaced by the worker's copy (and its scratch on the worker's disk).
-    Both must be module-level functions (they are pickled).
+    ``repos`` names the git repositories on the client's disk (each goes as a bundle),
+    ``files`` the other files the item reads (each goes as its bytes, into one worker folder
+    per client folder, names kept); ``localize`` gives the item with its paths moved to the worker's
+    copies (:func:`relocate`). The package's own folder (its samples) maps to the worker's
+    installed package. All three must be module-level functions (they are pickled).
     """
 
     repos: Callable[[T], Sequence[Path]]
     localize: Callable[[T, Mapping[Path, Path]], T]
+    files: Callable[[T], Sequence[Path]] = _no_files
+
+
+def relocate(path: Path, copies: Mapping[Path, Path]) -> Path:
+    """``path`` on the worker: its copy, or under the copy of the deepest folder holding it."""
+    if path in copies:
+        return copies[path]
+    for source in sorted(copies, key=lambda p: len(p.parts), reverse=True):
+        if path.is_relative_to(source):
+            return copies[source] / path.relative_to(source)
+    return path
 
 
 class Engine(Protocol):
@@ -270,21 +288,39 @@ def unbundle(data: bytes, root: Path) -> Path:
     return dest
 
 
+def place(path: Path, data: bytes, root: Path) -> Path:
+    """A client's file on the worker, in a folder per client folder (names kept)."""
+    folder = root / f"critic22-files-{hashlib.sha256(str(path.parent).encode()).hexdigest()[:16]}"
+    dest = folder / path.name
+    if not dest.is_file() or dest.read_bytes() != data:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{path.name}.{os.getpid()}.part"
+        partial.write_bytes(data)
+        partial.replace(dest)
+    return dest
+
+
 def _on_worker(
     fn: Callable[[T], R],
     item: T,
     localize: Callable[[T, Mapping[Path, Path]], T] | None,
     repos: Sequence[str],
-    *bundles: bytes,
+    files: Sequence[str],
+    package: str,
+    *payloads: bytes,
 ) -> tuple[str, R]:
-    """Runs on a worker: unbundle what the item needs, run, say where it ran."""
+    """Runs on a worker: put what the item needs on this disk, run, say where it ran."""
     from distributed import get_worker
 
-    if localize is not None and repos:
+    if localize is not None:
         root = _scratch_root()
-        item = localize(
-            item, {Path(r): unbundle(b, root) for r, b in zip(repos, bundles, strict=True)}
-        )
+        copies: dict[Path, Path] = {Path(package): Path(__file__).resolve().parents[1]}
+        bundles, contents = payloads[: len(repos)], payloads[len(repos) :]
+        for repo, bundle in zip(repos, bundles, strict=True):
+            copies[Path(repo)] = unbundle(bundle, root)
+        for file, content in zip(files, contents, strict=True):
+            copies[Path(file)] = place(Path(file), content, root)
+        item = localize(item, copies)
     return get_worker().address, fn(item)
 
 
@@ -319,11 +355,17 @@ class DaskEngine:
         self.done: dict[str, int] = {}
         self.failed = 0
         self.bundles: dict[Path, Any] = {}
+        self.files: dict[Path, Any] = {}
 
     def _bundle(self, repo: Path) -> Any:
         if repo not in self.bundles:
             self.bundles[repo] = self.client.scatter(bundle_bytes(repo), broadcast=True, hash=False)
         return self.bundles[repo]
+
+    def _file(self, path: Path) -> Any:
+        if path not in self.files:
+            self.files[path] = self.client.scatter(path.read_bytes(), broadcast=True, hash=False)
+        return self.files[path]
 
     def map_unordered(
         self,
@@ -346,13 +388,17 @@ class DaskEngine:
                 index = queue.pop(0)
                 item = items[index]
                 repos = [Path(r) for r in ship.repos(item)] if ship is not None else []
+                files = [Path(f) for f in ship.files(item)] if ship is not None else []
                 future = self.client.submit(
                     _on_worker,
                     fn,
                     item,
                     ship.localize if ship is not None else None,
                     [str(r) for r in repos],
+                    [str(f) for f in files],
+                    str(Path(__file__).resolve().parents[1]),
                     *[self._bundle(r) for r in repos],
+                    *[self._file(f) for f in files],
                     pure=False,
                     retries=RETRIES,
                 )

@@ -192,6 +192,9 @@ def test_ab_and_mine_on_a_cluster_give_what_a_local_run_gives(
     assert without_times(remote["scored"][1]) == without_times(local["scored"][1])
     measured = remote["scored"][1]["held_out"]["measured"]
     assert measured == local["scored"][1]["held_out"]["measured"] == 2
+    commands = [r["command"] for r in remote["scored"][1]["runs"].values() if r["command"]]
+    assert commands and all("/dask/worker" in " ".join(c) for c in commands)  # shipped there
+    assert not any("<run>" in " ".join(c) for c in commands)  # never the client's folder
     assert "workers [" in remote["stderr"] and "workers [" not in local["stderr"]
     assert "dashboard http://127.0.0.1:" in remote["stderr"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_critic22.apps.ab.runs import CACHE_SCHEMA, Unit, cached_record, run_unit
-from pytest_critic22.apps.cluster import Engine, Failed, Shipping
+from pytest_critic22.apps.cluster import Engine, Failed, Shipping, relocate
 from pytest_critic22.state.folder import write_json
 
 
@@ -139,9 +139,38 @@ def _repos(unit: Unit) -> list[Path]:
     return [unit.case.repo] if (unit.case.repo / ".git").exists() else []
 
 
+def _files(unit: Unit) -> list[Path]:
+    """The other files the unit reads: the case's packet files and the critic's answer."""
+    case = unit.case
+    files = [case.patch, case.spec, case.root_cause, case.base_patch]
+    if isinstance(case.obligations, Path):
+        files.append(case.obligations)
+    if unit.critic is not None and unit.kind in ("critic", "unblinded"):
+        files.append(unit.critic.recording(case, unblinded=unit.kind == "unblinded"))
+    return [f for f in files if f is not None and f.is_file()]
+
+
 def _localize(unit: Unit, copies: Mapping[Path, Path]) -> Unit:
-    repo = copies.get(unit.case.repo)
-    return unit if repo is None else replace(unit, case=replace(unit.case, repo=repo))
+    def at(path: Path | None) -> Path | None:
+        return None if path is None else relocate(path, copies)
+
+    case = unit.case
+    obligations = case.obligations
+    case = replace(
+        case,
+        repo=relocate(case.repo, copies),
+        patch=relocate(case.patch, copies),
+        spec=at(case.spec),
+        root_cause=at(case.root_cause),
+        base_patch=at(case.base_patch),
+        obligations=relocate(obligations, copies) if isinstance(obligations, Path) else obligations,
+    )
+    critic = unit.critic
+    if critic is not None and critic.folder is not None:
+        # the folder the critic's shipped answer landed in (names kept), else where it was
+        landed = [copy.parent for source, copy in copies.items() if source.parent == critic.folder]
+        critic = replace(critic, folder=landed[0] if landed else relocate(critic.folder, copies))
+    return replace(unit, case=case, critic=critic)
 
 
-SHIPPING: Shipping[Unit] = Shipping(_repos, _localize)
+SHIPPING: Shipping[Unit] = Shipping(_repos, _localize, _files)
