@@ -207,9 +207,8 @@ def test_a_worker_killed_mid_task_costs_a_retry_not_a_case(
     population = sub_population(tmp_path, CASES[1:])
     out = tmp_path / "ab.json"
     command = driver(str(population), "--critic", "recorded:useful", "--critic22-reruns", "1",
-                     "--cache", str(tmp_path / "cache"), "--json", str(out),
-                     "--scheduler", cluster.address)  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "CRITIC22_SCHEDULER"}
+                     "--cache", str(tmp_path / "cache"), "--json", str(out))  # fmt: skip
+    env = {**os.environ, "CRITIC22_SCHEDULER": cluster.address}  # the flag's environment twin
     client = subprocess.Popen(
         command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
