@@ -139,7 +139,7 @@ def litellm_loaded() -> None:
     reviews the tests run in-process (``pytester.runpytest_inprocess``): each would otherwise
     import it again, about 8 CPU-seconds here. Session-scoped, so it comes before pytester's
     snapshot of ``sys.modules``, which would drop it after each run."""
-    from pytest_critic22.critic.call import CriticSettings, litellm_completion
+    from pytest_critic22.critic.critic import CriticSettings, litellm_completion
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # as the plugin sets it

@@ -10,7 +10,7 @@ the package: the layout behind these names may change, these names do not.
 from __future__ import annotations
 
 from pytest_critic22.checks import Check, CheckRegistry, Example, FileChange, Hit
-from pytest_critic22.critic.call import Completion, CriticSettings
+from pytest_critic22.critic.critic import Completion, CriticSettings
 from pytest_critic22.execution.trees import TreeError, TreeSet, Variant
 from pytest_critic22.kinds import KindRegistry
 from pytest_critic22.model.patch import ParsedPatch

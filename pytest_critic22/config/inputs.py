@@ -195,8 +195,8 @@ def check_outputs(
     default one in the state folder). ``state_needed``: something other than the ledger
     must write to the state folder (the model critic's traces and cache).
     """
-    from pytest_critic22.state.folder import check_known
-    from pytest_critic22.state.ledger import folder_write_problem, write_problem
+    from pytest_critic22.execution.ledger import folder_write_problem, write_problem
+    from pytest_critic22.execution.statedir import check_known
 
     # A link in the state folder (a repository can commit one) would have the run write
     # through it, outside the repository: refused whatever else is asked of the folder.

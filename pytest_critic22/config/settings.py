@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_critic22.critic.call import CriticSettings
+    from pytest_critic22.critic.critic import CriticSettings
     from pytest_critic22.critic.engage import Thresholds
 
 __all__ = ["ReviewOptions", "configured_model"]
@@ -120,7 +120,7 @@ class ReviewOptions:
         )
 
     def critic_settings(self) -> CriticSettings:
-        from pytest_critic22.critic.call import CriticSettings
+        from pytest_critic22.critic.critic import CriticSettings
 
         return CriticSettings(
             model=self.model or "",

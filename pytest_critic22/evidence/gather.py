@@ -53,8 +53,8 @@ from pytest_critic22.evidence.impact import (
 )
 from pytest_critic22.execution.child_files import read_tree_file
 from pytest_critic22.execution.git import git
+from pytest_critic22.execution.statedir import read_file, write_file
 from pytest_critic22.model.patch import ParsedPatch
-from pytest_critic22.state.folder import read_file, write_file
 
 __all__ = [
     "Impact",

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from pytest_critic22.evidence.codefacts import is_test_path
 from pytest_critic22.execution.child_files import child_tempdir, private_copy
 from pytest_critic22.execution.git import GitError, git
+from pytest_critic22.execution.statedir import read_file, write_file
 from pytest_critic22.model.nodeids import is_nodeid
-from pytest_critic22.state.folder import read_file, write_file
 
 if TYPE_CHECKING:
     from pytest_critic22.evidence.codefacts import FileFacts

@@ -29,11 +29,11 @@ from typing import Any
 
 from pytest_critic22.execution.child_files import make_folder, remove_tree
 from pytest_critic22.execution.git import GitError, git
+from pytest_critic22.execution.runowner import OWNER, identity, owner_alive, young
 from pytest_critic22.execution.sandbox import PROBE_PREFIX
+from pytest_critic22.execution.statedir import STATE_DIR
 from pytest_critic22.execution.warmtrees import FAILURES, WarmPool
 from pytest_critic22.model.patch import ParsedPatch
-from pytest_critic22.state.folder import STATE_DIR
-from pytest_critic22.state.owner import OWNER, identity, owner_alive, young
 
 __all__ = [
     "TreeError",

@@ -46,9 +46,9 @@ from typing import Any
 
 from pytest_critic22.execution.child_files import remove_tree
 from pytest_critic22.execution.git import GitError, git
+from pytest_critic22.execution.ledger import ensure_state_dir
 from pytest_critic22.execution.runner import usable_cpus
-from pytest_critic22.state.folder import STATE_DIR
-from pytest_critic22.state.ledger import ensure_state_dir
+from pytest_critic22.execution.statedir import STATE_DIR
 
 __all__ = ["FAILURES", "MAX_AGE", "MAX_TREES", "POOL", "WarmError", "WarmPool"]
 

@@ -18,9 +18,9 @@ from pytest_critic22.model.packet import ReviewPacket
 if TYPE_CHECKING:
     from pytest_critic22.config.settings import ReviewOptions
     from pytest_critic22.critic.engage import EngageDecision
+    from pytest_critic22.execution.ledger import Ledger
     from pytest_critic22.model.patch import ParsedPatch
     from pytest_critic22.pipeline.services import Services
-    from pytest_critic22.state.ledger import Ledger
 
 __all__ = ["Evidence", "engage_decision", "gather_evidence", "group_by_file", "test_dir_for"]
 

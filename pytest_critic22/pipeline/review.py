@@ -26,13 +26,13 @@ from pytest_critic22.config.inputs import (
 from pytest_critic22.config.settings import ReviewOptions
 from pytest_critic22.critic.finding import ParseResult, ReviewFinding, parse_findings
 from pytest_critic22.execution.git import git
+from pytest_critic22.execution.ledger import Ledger
 from pytest_critic22.execution.sandbox import RLIMITS_LIMITS, Sandbox
 from pytest_critic22.model.nodeids import check_nodeid, looks_like_nodeid
 from pytest_critic22.model.packet import ReviewPacket, StripReport, build_packet
 from pytest_critic22.model.patch import DiffError, ParsedPatch, parse_patch
 from pytest_critic22.model.procedure import COLLECTION, Procedure
 from pytest_critic22.pipeline.services import Services
-from pytest_critic22.state.ledger import Ledger
 from pytest_critic22.verification.procedures import Scope
 
 if TYPE_CHECKING:
@@ -402,7 +402,7 @@ def _ask_model(
     parse: Callable[[str], ParseResult],
     appendix: str = "",
 ) -> tuple[dict[str, Any], ParseResult]:
-    from pytest_critic22.critic.call import review as ask
+    from pytest_critic22.critic.critic import review as ask
 
     settings = opts.critic_settings()
     state = svc.state_dir()
@@ -461,7 +461,7 @@ def scar_findings(entries: tuple[ScarEntry, ...]) -> tuple[RoutedFinding, ...]:
 
 def prompt_for(kinds: KindRegistry, checks: Any) -> str:
     """The critic's system prompt for this run: its grammar from the registered kinds."""
-    from pytest_critic22.critic.call import system_prompt
+    from pytest_critic22.critic.critic import system_prompt
 
     return system_prompt(kinds.grammar(checks))
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_critic22.critic.call import Completion
+    from pytest_critic22.critic.critic import Completion
+    from pytest_critic22.execution.ledger import Ledger
     from pytest_critic22.execution.sandbox import Sandbox
     from pytest_critic22.execution.trees import TreeSet
     from pytest_critic22.kinds import KindRegistry
-    from pytest_critic22.state.ledger import Ledger
 
 __all__ = ["Services"]
 

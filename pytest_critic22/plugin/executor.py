@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from pytest_critic22.config.settings import ReviewOptions
     from pytest_critic22.execution.batching import RunRequest
     from pytest_critic22.execution.junit import Case
+    from pytest_critic22.execution.ledger import Ledger
     from pytest_critic22.execution.sandbox import Sandbox
     from pytest_critic22.execution.trees import TreeSet
     from pytest_critic22.kinds import KindRegistry
     from pytest_critic22.model.results import RunResult
     from pytest_critic22.pipeline.review import Review, RoutedFinding
     from pytest_critic22.plugin.itembatch import ItemBatch
-    from pytest_critic22.state.ledger import Ledger
     from pytest_critic22.verification.procedures import ExecutionContext, FindingResult
 
 __all__ = ["ItemExecutor"]

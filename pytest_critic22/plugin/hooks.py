@@ -12,7 +12,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_critic22.checks import CheckRegistry
-    from pytest_critic22.critic.call import Completion, CriticSettings
+    from pytest_critic22.critic.critic import Completion, CriticSettings
     from pytest_critic22.kinds import KindRegistry
     from pytest_critic22.model.results import Disposition
     from pytest_critic22.pipeline.review import Review, RunInfo
@@ -52,7 +52,7 @@ def pytest_critic22_make_completion(
 ) -> Completion | None:
     """The model client the critic is asked through, once per run, on the controller.
 
-    Return a :class:`pytest_critic22.critic.call.Completion` (a callable ``(messages, *,
+    Return a :class:`pytest_critic22.critic.critic.Completion` (a callable ``(messages, *,
     timeout) -> (text, usage)``), or None to leave it to the next implementation. The
     default (``trylast``) is litellm with ``settings`` (model, api base, temperature, ...).
     """

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_critic22.config.inputs import InputError
 from pytest_critic22.execution.git import GitError, git
-from pytest_critic22.state.folder import STATE_DIR
+from pytest_critic22.execution.statedir import STATE_DIR
 
 if TYPE_CHECKING:
     from pytest_critic22.config.settings import ReviewOptions
@@ -43,9 +43,9 @@ def ledger_path(config: pytest.Config) -> Path:
 def check_outputs_of(config: pytest.Config, opts: ReviewOptions) -> None:
     """The controller checks its outputs once, before any tree."""
     from pytest_critic22.config.inputs import check_outputs
+    from pytest_critic22.execution.ledger import write_problem
     from pytest_critic22.pipeline.review import critic_source
     from pytest_critic22.report.formats import OUTPUT_OPTIONS, output_path
-    from pytest_critic22.state.ledger import write_problem
 
     try:
         check_outputs(

@@ -19,6 +19,8 @@ import pytest
 
 from pytest_critic22.config.inputs import InputError
 from pytest_critic22.config.settings import ReviewOptions
+from pytest_critic22.execution.ledger import Ledger, ensure_state_dir, new_run_id
+from pytest_critic22.execution.statedir import STATE_DIR
 from pytest_critic22.execution.trees import TreeSet
 from pytest_critic22.model.results import Disposition
 from pytest_critic22.pipeline.review import (
@@ -31,15 +33,13 @@ from pytest_critic22.pipeline.review import (
 from pytest_critic22.plugin.executor import ItemExecutor
 from pytest_critic22.plugin.items import PROPERTY, PatchFile
 from pytest_critic22.plugin.wire import review_from_wire, review_to_wire
-from pytest_critic22.state.folder import STATE_DIR
-from pytest_critic22.state.ledger import Ledger, ensure_state_dir, new_run_id
 from pytest_critic22.verification.procedures import FindingResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_critic22.checks import CheckRegistry
-    from pytest_critic22.critic.call import Completion, CriticSettings
+    from pytest_critic22.critic.critic import Completion, CriticSettings
     from pytest_critic22.execution.progress import TerminalProgress
     from pytest_critic22.execution.sandbox import Sandbox
     from pytest_critic22.kinds import KindRegistry
@@ -231,7 +231,7 @@ class Critic22Plugin:
         self, config: pytest.Config, settings: CriticSettings
     ) -> Completion:
         """The default model client: litellm."""
-        from pytest_critic22.critic.call import litellm_completion
+        from pytest_critic22.critic.critic import litellm_completion
 
         return litellm_completion(settings)
 

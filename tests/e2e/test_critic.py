@@ -30,7 +30,7 @@ import pytest
 
 import pytest_critic22
 from pytest_critic22.apps.samples import case_dir
-from pytest_critic22.state.ledger import read_events
+from pytest_critic22.execution.ledger import read_events
 from tests.fake_llm import FakeLLM, fake_llm
 from tests.runs import case_args, expected, make_sample, repo_state
 
@@ -302,11 +302,11 @@ def test_only_critic_py_imports_the_model_client() -> None:
                 names = [node.module]
             if any(n.split(".")[0] in ("litellm", "openai", "anthropic") for n in names):
                 importers.add(path.relative_to(package).as_posix())
-    assert importers == {"critic/call.py"}
+    assert importers == {"critic/critic.py"}
 
 
 def test_the_critic_has_no_accept_or_reject_action() -> None:
-    from pytest_critic22.critic import call as critic
+    from pytest_critic22.critic import critic
 
     public = [name for name in dir(critic) if not name.startswith("_")]
     for word in ("accept", "reject", "approve", "verdict", "veto"):

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_critic22.apps.samples import case_dir
 from pytest_critic22.execution.git import git, init_repo
-from pytest_critic22.state.ledger import read_events
+from pytest_critic22.execution.ledger import read_events
 from tests.fake_llm import fake_llm
 from tests.runs import make_sample
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_critic22.execution.git import init_repo
-from pytest_critic22.state.ledger import read_events
+from pytest_critic22.execution.ledger import read_events
 
 PATCH = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
 

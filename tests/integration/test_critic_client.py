@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.critic.call import litellm_completion
+from pytest_critic22.critic.critic import litellm_completion
 from pytest_critic22.execution.git import head_commit
+from pytest_critic22.execution.ledger import Ledger, read_events
 from pytest_critic22.execution.sandbox import resolve
 from pytest_critic22.execution.trees import TreeSet
 from pytest_critic22.kinds import builtin_kinds
 from pytest_critic22.model.packet import ReviewPacket
 from pytest_critic22.pipeline.evidence import gather_evidence
 from pytest_critic22.pipeline.services import Services
-from pytest_critic22.state.ledger import Ledger, read_events
 from tests.fake_llm import fake_llm
 from tests.unit.test_critic_client import (
     _api_key,  # noqa: F401  (a fixture)

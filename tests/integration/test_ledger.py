@@ -4,7 +4,7 @@ import json
 import multiprocessing
 from pathlib import Path
 
-from pytest_critic22.state.ledger import Ledger
+from pytest_critic22.execution.ledger import Ledger
 
 
 def _writer(path: str, worker: int, count: int) -> None:

@@ -16,10 +16,8 @@ PACKAGE = Path(pytest_critic22.__file__).parent
 #: below it, never above: ``model`` is importable by every stage, ``apps`` by none. The child
 #: side is apart: it imports nothing of the package but :mod:`pytest_critic22.child.protocol`.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_version",),
     ("child",),
     ("model",),
-    ("state",),
     ("execution",),
     ("evidence",),
     ("verification",),
@@ -82,11 +80,7 @@ def import_graph() -> dict[str, set[str]]:
                     module = ".".join([*base, node.module] if node.module else base)
                 else:
                     module = node.module or ""
-                # ``from pkg import submodule`` imports the submodule (its parent package
-                # runs first, as for ``import pkg.submodule``: a parent is never an edge).
-                names = [f"{module}.{alias.name}" for alias in node.names]
-                submodules = [n for n in names if n in modules]
-                targets = submodules + ([module] if len(submodules) < len(names) else [])
+                targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
             for target in targets:
                 if target in modules and target != name:
                     graph[name].add(target)

@@ -1,4 +1,4 @@
-"""The critic client in one process: :func:`pytest_critic22.critic.call.review` over real HTTP,
+"""The critic client in one process: :func:`pytest_critic22.critic.critic.review` over real HTTP,
 through litellm's openai/ provider, against the loopback server of tests/fake_llm.py.
 
 What goes on the wire (blinding, the code a test needs, the cut of an over-long packet), how
@@ -24,7 +24,7 @@ from pytest_critic22.apps.samples import case_dir, materialize
 from pytest_critic22.checks import REGISTRY
 from pytest_critic22.config.inputs import read_text_or_file
 from pytest_critic22.config.settings import ReviewOptions
-from pytest_critic22.critic.call import CriticRun, CriticSettings, litellm_completion, review
+from pytest_critic22.critic.critic import CriticRun, CriticSettings, litellm_completion, review
 from pytest_critic22.critic.finding import parse_findings
 from pytest_critic22.kinds import builtin_kinds
 from pytest_critic22.model.packet import ReviewPacket

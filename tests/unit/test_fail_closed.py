@@ -19,9 +19,9 @@ import pytest
 
 from pytest_critic22.apps.loop import state
 from pytest_critic22.apps.loop.checkpoint import MAX_DIFF_BYTES, Reply, ask, read_diff
-from pytest_critic22.critic.call import _read_cache, _write_cache
-from pytest_critic22.state.folder import StateLinkError, make_folder, write_file
-from pytest_critic22.state.ledger import Ledger, ensure_state_dir, write_problem
+from pytest_critic22.critic.critic import _read_cache, _write_cache
+from pytest_critic22.execution.ledger import Ledger, ensure_state_dir, write_problem
+from pytest_critic22.execution.statedir import StateLinkError, make_folder, write_file
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="symbolic links, FIFOs, os.openpty"),

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_critic22._version import __version__
+from pytest_critic22 import __version__
 from pytest_critic22.apps.samples import SAMPLES_DIR, case_dir
 from pytest_critic22.checks import REGISTRY
 from pytest_critic22.critic.finding import ReviewFinding, parse_findings

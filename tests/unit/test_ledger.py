@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_critic22.state.ledger import SCHEMA_VERSION, Ledger, read_events
+from pytest_critic22.execution.ledger import SCHEMA_VERSION, Ledger, read_events
 
 
 def test_events_carry_schema_run_time_and_payload(tmp_path: Path) -> None:

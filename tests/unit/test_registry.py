@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_critic22.checks import REGISTRY
-from pytest_critic22.critic.call import system_prompt
+from pytest_critic22.critic.critic import system_prompt
 from pytest_critic22.critic.finding import parse_findings
 from pytest_critic22.kinds import KindRegistry, builtin_kinds
 from pytest_critic22.model.procedure import Args, NotExecutable, Procedure, TestData

@@ -19,9 +19,9 @@ import pytest
 
 from pytest_critic22.config.inputs import InputError, decode_utf8
 from pytest_critic22.critic.finding import parse_findings
+from pytest_critic22.execution.ledger import folder_write_problem, write_problem
 from pytest_critic22.model.packet import build_packet
 from pytest_critic22.model.patch import parse_patch
-from pytest_critic22.state.ledger import folder_write_problem, write_problem
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 

@@ -21,8 +21,8 @@ from pytest_critic22.apps.cluster import add_scheduler_option
 
 def default_cache() -> Path:
     """``.critic22/ab-cache`` of the current folder; StateLinkError for a link there."""
-    from pytest_critic22.state.folder import STATE_DIR, check
-    from pytest_critic22.state.ledger import ensure_state_dir
+    from pytest_critic22.execution.ledger import ensure_state_dir
+    from pytest_critic22.execution.statedir import STATE_DIR, check
 
     cache = ensure_state_dir(Path.cwd() / STATE_DIR) / "ab-cache"
     check(cache)
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not population.held_out():
         print("critic22 ab: error: the rule leaves no held-out case", file=sys.stderr)
         return 2
-    from pytest_critic22.state.folder import StateLinkError
+    from pytest_critic22.execution.statedir import StateLinkError
 
     try:
         cache = args.cache if args.cache is not None else default_cache()

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from pytest_critic22.apps.ab.runs import CACHE_SCHEMA, Unit, cached_record, run_unit
 from pytest_critic22.apps.cluster import Engine, Failed, Shipping, relocate
-from pytest_critic22.state.folder import write_json
+from pytest_critic22.execution.statedir import write_json
 
 
 def _to_interrupt(signum: int, frame: Any) -> None:

@@ -306,10 +306,10 @@ def case_digest(case: Case, *, with_ground_truth: bool = False) -> str:
 def plugin_digest() -> str:
     """The plugin's version and every source file of the package but this driver's and its
     engines' (and the bundled samples': a case's own files are in its key)."""
-    from pytest_critic22._version import __version__
+    from importlib.metadata import version
 
     package = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256(__version__.encode())
+    h = hashlib.sha256(version("pytest-critic22").encode())
     for path in sorted(package.rglob("*")):
         relative = path.relative_to(package)
         if (

@@ -1,6 +1,6 @@
 """The review loop: review -> repair -> re-review until execution acquits.
 
-``critic22 loop PATCH`` (and :func:`loop`, ``pytest_critic22.loop``) repeats the plugin's
+``critic22 loop PATCH`` (and ``pytest_critic22.loop``, :mod:`.api`) repeats the plugin's
 own review of a candidate patch, decides each round's verdict and score from execution
 only (:mod:`.verdict`), composes the next candidate from verified repairs
 (:mod:`.compose`), and keeps its state in ``.critic22/review-stage/`` (:mod:`.state`,
@@ -8,32 +8,3 @@ only (:mod:`.verdict`), composes the next candidate from verified repairs
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Any, TextIO
-
-from pytest_critic22.apps.loop.options import LoopOptions, LoopResult
-
-__all__ = ["loop"]
-
-
-def loop(
-    patch: str | Path,
-    *,
-    repo: str | Path = ".",
-    stdin: TextIO | None = None,
-    out: TextIO | None = None,
-    **options: Any,
-) -> LoopResult:
-    """``pytest_critic22.loop(patch, repo=..., findings_dir=..., max_rounds=..., ...)``: the
-    review loop from Python (the fields of :class:`LoopOptions` as keywords); a typed
-    :class:`LoopResult`. Usage problems raise :class:`LoopError`.
-
-    The driver is imported here, on the call: importing the package (which every pytest run
-    with the plugin installed does, and every child) stays cheap."""
-    from pytest_critic22.apps.loop.driver import run_loop
-
-    here = Path(repo).resolve()
-    path = Path(patch)
-    opts = LoopOptions(repo=here, patch=path if path.is_absolute() else here / path, **options)
-    return run_loop(opts, stdin=stdin, out=out)

@@ -4,7 +4,7 @@ Both are built only from what execution produced and the critic itself said — 
 the decisive output of both trees, the candidate's hunks (headers dropped: an author's
 message never reaches a request) and, for the fixer, the touched source. Their answers are
 data: a ruling is recorded, never obeyed; a revision and a fix are executed before they
-count. The model call itself is :func:`pytest_critic22.critic.call.ask_once`.
+count. The model call itself is :func:`pytest_critic22.critic.critic.ask_once`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pytest_critic22.apps.loop.model import ItemResult
 
 if TYPE_CHECKING:
-    from pytest_critic22.critic.call import Completion, CriticSettings
+    from pytest_critic22.critic.critic import Completion, CriticSettings
 
 __all__ = ["Ruling", "ask", "debate_messages", "fixer_messages", "parse_fix", "parse_ruling"]
 
@@ -134,7 +134,7 @@ def ask(
     name: str,
     complete: Completion | None = None,
 ) -> tuple[str | None, str]:
-    from pytest_critic22.critic.call import ask_once, litellm_completion
+    from pytest_critic22.critic.critic import ask_once, litellm_completion
 
     backend = complete if complete is not None else litellm_completion(settings)
     return ask_once(messages, settings, backend, trace_dir=trace_dir, name=name)

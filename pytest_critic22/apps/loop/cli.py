@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_critic22.apps.loop.driver import run_loop
     from pytest_critic22.apps.loop.interrupt import LoopInterrupted
     from pytest_critic22.apps.loop.options import LoopError, LoopOptions
-    from pytest_critic22.state.folder import StateLinkError
+    from pytest_critic22.execution.statedir import StateLinkError
 
     parser = build_parser()
     args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))

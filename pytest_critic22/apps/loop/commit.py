@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from pytest_critic22.apps.loop import journal, state
 from pytest_critic22.apps.loop.model import RoundRecord
 from pytest_critic22.apps.loop.options import LoopOptions
-from pytest_critic22.state.folder import write_file
+from pytest_critic22.execution.statedir import write_file
 
 __all__ = ["Run", "agent_id", "commit_round", "ledger_of", "now", "write_state"]
 
@@ -41,7 +41,7 @@ def now() -> str:
 
 
 def ledger_of(run: Run) -> Any:
-    from pytest_critic22.state.ledger import Ledger
+    from pytest_critic22.execution.ledger import Ledger
 
     return Ledger(run.stage.parent / "ledger.jsonl", run.run_id)
 

@@ -39,7 +39,7 @@ from pytest_critic22.apps.loop.rounds import (
 )
 from pytest_critic22.apps.loop.steps import Reviewer, RunSpec, critic_raw
 from pytest_critic22.apps.loop.verdict import BLOCKED, is_positive, score_of, verdict_of
-from pytest_critic22.state.folder import make_folder, remove_folder, write_file
+from pytest_critic22.execution.statedir import make_folder, remove_folder, write_file
 
 __all__ = ["DIFFICULTIES", "run_loop"]
 
@@ -358,7 +358,7 @@ def _blocked(
 
 
 def _settings(opts: LoopOptions, model: str | None = None) -> Any:
-    from pytest_critic22.critic.call import CriticSettings
+    from pytest_critic22.critic.critic import CriticSettings
 
     return CriticSettings(model=model or opts.model or "", api_base=opts.api_base)
 

@@ -147,7 +147,7 @@ def _fixer(
 ) -> tuple[list[Proposal], list[Fix]]:
     from pytest_critic22.apps.loop.asking import ask, fixer_messages, parse_fix
     from pytest_critic22.apps.loop.compose import candidate_sources
-    from pytest_critic22.critic.call import CriticSettings
+    from pytest_critic22.critic.critic import CriticSettings
     from pytest_critic22.model.patch import DiffError, parse_patch
 
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pytest_critic22.apps.loop import state
 
 if TYPE_CHECKING:
-    from pytest_critic22.state.ledger import Ledger
+    from pytest_critic22.execution.ledger import Ledger
 
 __all__ = ["LoopInterrupted", "no_interrupts", "save_interrupted"]
 

@@ -240,8 +240,8 @@ def _append(path: Path, header: str, text: str) -> None:
     reason, a model's answer that echoes an environment value)."""
     import os
 
+    from pytest_critic22.execution.statedir import open_append
     from pytest_critic22.model.scrub import scrub
-    from pytest_critic22.state.folder import open_append
 
     text = scrub(text, os.environ)
     fd = open_append(path)  # no link followed inside .critic22/

@@ -443,7 +443,7 @@ def render_file(stage: Path) -> Path | None:
     """Render ``stage/AUTO_REVIEW.md`` to ``stage/AUTO_REVIEW.html`` (atomically: a reader
     sees the old page or the new one). Any failure returns None and leaves no temporary
     file: the page is a convenience, the loop's ending must not depend on it."""
-    from pytest_critic22.state.folder import read_file, write_file
+    from pytest_critic22.execution.statedir import read_file, write_file
 
     target = stage / AUTO_REVIEW_HTML
     try:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_critic22.apps.loop.verdict import POSITIVE_SCORE
-from pytest_critic22.state.folder import (
+from pytest_critic22.execution.ledger import ensure_state_dir
+from pytest_critic22.execution.statedir import (
     STATE_DIR,
     StateLinkError,
     check_known,
@@ -33,7 +34,6 @@ from pytest_critic22.state.folder import (
     read_file,
     write_file,
 )
-from pytest_critic22.state.ledger import ensure_state_dir
 
 __all__ = [
     "ACQUITTAL_LOG",
@@ -217,7 +217,7 @@ def link_problem(stage: Path) -> str | None:
 def write_state(stage: Path, state: LoopState) -> Path:
     """Replace the state file atomically, so a reader (or a crash) never sees half of one;
     no link followed inside ``.critic22/``
-    (:class:`~pytest_critic22.state.folder.StateLinkError`)."""
+    (:class:`~pytest_critic22.execution.statedir.StateLinkError`)."""
     if stage.parent.name == STATE_DIR:
         ensure_state_dir(stage.parent)  # .critic22/ gets its .gitignore, as the ledger's does
     make_folder(stage)

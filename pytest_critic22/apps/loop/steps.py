@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_critic22.apps.loop.model import DebateTurn, ItemResult
 from pytest_critic22.apps.loop.rounds import decisive_output, find, items_of, split_test
-from pytest_critic22.state.folder import check, make_folder, write_file
+from pytest_critic22.execution.statedir import check, make_folder, write_file
 
 __all__ = ["Reviewer", "RunSpec"]
 

@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         max_mutants=args.max_mutants,
     )
-    from pytest_critic22.state.folder import StateLinkError
+    from pytest_critic22.execution.statedir import StateLinkError
 
     try:
         cache = args.cache if args.cache is not None else _default_cache()
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _make_out_folder(out: Path) -> str:
     """Make ``--out``'s folder (with its parents) before any commit is examined, so a bad
     path is one line now rather than after the mining; "" when done, else why not."""
-    from pytest_critic22.state.folder import StateLinkError, make_folder
+    from pytest_critic22.execution.statedir import StateLinkError, make_folder
 
     if out.is_dir():
         return f"--out: {out} is a folder; name the population file, e.g. {out / 'population.json'}"
@@ -218,8 +218,8 @@ def _make_out_folder(out: Path) -> str:
 
 def _default_cache() -> Path:
     """``.critic22/mine-cache`` of the current folder; StateLinkError for a link there."""
-    from pytest_critic22.state.folder import STATE_DIR, check
-    from pytest_critic22.state.ledger import ensure_state_dir
+    from pytest_critic22.execution.ledger import ensure_state_dir
+    from pytest_critic22.execution.statedir import STATE_DIR, check
 
     cache = ensure_state_dir(Path.cwd() / STATE_DIR) / "mine-cache"
     check(cache)

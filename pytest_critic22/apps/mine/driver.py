@@ -38,7 +38,7 @@ from pytest_critic22.apps.mine.select import (
 from pytest_critic22.execution import child_files as childfiles
 from pytest_critic22.execution.git import changed_paths, commit_log, git, worktree_remove
 from pytest_critic22.execution.sandbox import Sandbox
-from pytest_critic22.state.folder import write_json
+from pytest_critic22.execution.statedir import write_json
 
 __all__ = ["SCRATCH_PREFIX", "MineRun", "mine", "prune_dead_runs"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from pytest_critic22.apps.mine.assemble import assemble, case_ids, oracle_answer
 from pytest_critic22.apps.mine.driver import MineRun
 from pytest_critic22.apps.mine.select import MineSettings
-from pytest_critic22.state.folder import write_file
+from pytest_critic22.execution.statedir import write_file
 
 __all__ = ["summary_lines", "write_outputs"]
 

@@ -31,12 +31,12 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 
-from pytest_critic22._version import __version__
 from pytest_critic22.checks import REGISTRY
 from pytest_critic22.kinds import builtin_kinds
 from pytest_critic22.model.patch import WHOLE_PATCH, ParsedPatch
@@ -361,7 +361,7 @@ def sarif_document(
                 "tool": {
                     "driver": {
                         "name": TOOL_NAME,
-                        "semanticVersion": __version__,
+                        "semanticVersion": version("pytest-critic22"),
                         "informationUri": INFORMATION_URI,
                         "rules": rule_list,
                     }

@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_critic22.model.scrub import scrub
-from pytest_critic22.state.folder import (
+from pytest_critic22.execution.statedir import (
     STATE_DIR,
     StateLinkError,
     link_problem,
@@ -25,6 +24,7 @@ from pytest_critic22.state.folder import (
     open_append,
     open_file,
 )
+from pytest_critic22.model.scrub import scrub
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_critic22.critic.finding import ParseResult, parse_findings
+from pytest_critic22.execution.statedir import read_file, write_file
 from pytest_critic22.model.packet import ReviewPacket
-from pytest_critic22.state.folder import read_file, write_file
 
 __all__ = [
     "PROMPT_VERSION",
